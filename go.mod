@@ -1,0 +1,3 @@
+module github.com/edgellmd/edgellmd
+
+go 1.26
