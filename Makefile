@@ -1,0 +1,37 @@
+# edgellmd: build, test, benchmark, lint. Pure Go; no cgo.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+BIN     := bin/edgellmd
+MODEL   ?= testdata/models/stories260K.gguf
+
+.PHONY: build test e2e bench lint fuzz run clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/edgellmd
+
+# Fast unit tests: what every commit must keep green.
+test:
+	$(GO) test -count=1 ./...
+
+# Slower end-to-end tests (whole binary, bigger models).
+e2e:
+	$(GO) test -count=1 -tags e2e -run 'E2E' -timeout 20m ./...
+
+# Go benchmarks (tokens/s and GB/s via b.ReportMetric).
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2x -benchmem ./engine/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# A short fuzzing pass over the parsers that take outside input.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./engine/gguf/
+
+run: build
+	./$(BIN) run -m $(MODEL) -p "Once upon a time" -n 64
+
+clean:
+	rm -rf bin
