@@ -1,0 +1,29 @@
+// Package tensor holds the numbers of the engine: weight types and their
+// codecs, and every hot loop the model runs.
+//
+// What is here:
+//   - DType, the ggml type ids, with their block layouts (dtype.go);
+//   - F16 and BF16 conversions and the Q8_0 codec, bit-exact with ggml
+//     (half.go, quant.go); QuantizeRow/DequantizeRow for F32, F16, BF16, Q8_0;
+//   - Matrix, a weight matrix in ggml's layout, usually a slice of a mapped
+//     GGUF file, and RowTo for embedding lookups;
+//   - Pool, a fixed set of worker goroutines, with MatVec and MatMul, the
+//     matrix products (matmul.go, kernels.go), and Run for other parallel loops;
+//   - the small vector operations of the model layers: Dot, Axpy, Scale, Add,
+//     Mul, RMSNorm, Softmax, SiLU (vecops.go).
+//
+// The arithmetic is ggml's CPU backend's, so that greedy decoding can match
+// llama.cpp token for token: activations are rounded to F16 or BF16, or
+// quantized to Q8_0, before the dot product with weights of that type, and
+// the dot products accumulate in the order of ggml's x86 kernels (AVX2 with
+// FMA), fused multiply-adds included. testdata/ggml holds outputs of
+// llama.cpp's own library that the tests compare with bit for bit.
+//
+// Hot loops live in this package and nowhere else. The kernels are plain Go
+// for now, unrolled and free of bounds checks in their inner loops; SIMD
+// versions will come with a plain-Go twin here that gives the same bits.
+//
+// What is not here: file formats (engine/gguf), model structure
+// (engine/model), or any state that outlives a call, apart from the scratch
+// buffers a Pool reuses.
+package tensor

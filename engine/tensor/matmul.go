@@ -1,0 +1,222 @@
+package tensor
+
+import (
+	"fmt"
+)
+
+// mmJob is the state of the matrix product in flight, plus the scratch the
+// pool keeps between calls: activations converted once per call to the type
+// the weights' kernel consumes (ggml's vec_dot_type), and per-worker buffers.
+type mmJob struct {
+	m   Matrix
+	dst []float32
+	x   []float32 // F32, F16, BF16: the activations the kernels read
+	n   int
+
+	src  []float32 // the caller's activations, while they are converted
+	actF []float32 // F16/BF16: activations rounded to the weight type
+	actQ []q8Act   // Q8_0: activation blocks, vector after vector: actQ[v*nb+b]
+	actP []q8Pair  // Q8_0, n > 1: vectors 2i and 2i+1 packed: actP[i*nb+b]
+	wide [][]float32
+
+	rowsFn    func(worker, lo, hi int) // prebound methods, so calls do not allocate
+	convertFn func(worker, lo, hi int)
+}
+
+func (j *mmJob) init(p *Pool) {
+	j.wide = make([][]float32, p.threads)
+	j.rowsFn = j.rows
+	j.convertFn = j.convert
+}
+
+// MatVec computes dst[r] = sum_c m[r,c]*x[c] for every row r, with ggml's CPU
+// arithmetic for m's type: x is first rounded to F16 (F16 weights), to BF16
+// (BF16 weights) or quantized to Q8_0 blocks (Q8_0 weights). len(x) must be
+// m.Cols and len(dst) m.Rows.
+func (p *Pool) MatVec(dst []float32, m Matrix, x []float32) {
+	p.MatMul(dst, m, x, 1)
+}
+
+// MatMul computes n matrix-vector products at once: x holds n vectors of
+// m.Cols values one after the other, dst receives n vectors of m.Rows values,
+// dst[v*m.Rows+r] = sum_c m[r,c]*x[v*m.Cols+c]. Each weight row is read once
+// and used for all n vectors, and every result equals the corresponding
+// MatVec result bit for bit.
+func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
+	switch m.Type {
+	case F32, F16, BF16, Q8_0:
+	default:
+		panic(fmt.Sprintf("tensor: MatMul: weight type %s is not supported", m.Type))
+	}
+	if n < 0 || len(x) != n*m.Cols || len(dst) != n*m.Rows {
+		panic(fmt.Sprintf("tensor: MatMul: %s matrix %dx%d times %d vectors: x has %d values (want %d), dst %d (want %d)",
+			m.Type, m.Rows, m.Cols, n, len(x), n*m.Cols, len(dst), n*m.Rows))
+	}
+	if m.Rows < 0 || m.Cols%m.Type.BlockElems() != 0 {
+		panic(fmt.Sprintf("tensor: MatMul: %s matrix %dx%d: bad shape (columns must be a multiple of %d)", m.Type, m.Rows, m.Cols, m.Type.BlockElems()))
+	}
+	if rb := m.rowBytes(); len(m.Data) != m.Rows*rb {
+		panic(fmt.Sprintf("tensor: MatMul: %s matrix %dx%d has %d bytes, want %d", m.Type, m.Rows, m.Cols, len(m.Data), m.Rows*rb))
+	}
+	if n == 0 || m.Rows == 0 {
+		return
+	}
+	j := &p.mm
+	j.m, j.dst, j.n = m, dst, n
+
+	// Convert the activations once for the whole call.
+	switch m.Type {
+	case F32:
+		j.x = x
+	case F16, BF16:
+		j.actF = grow(j.actF, n*m.Cols)
+		j.x = j.actF
+		j.src = x
+		p.parallel(n, 1, j.convertFn)
+	case Q8_0:
+		if cap(j.actQ) < n*m.Cols/q8Block {
+			j.actQ = make([]q8Act, n*m.Cols/q8Block)
+		}
+		j.actQ = j.actQ[:n*m.Cols/q8Block]
+		j.src = x
+		p.parallel(n, 1, j.convertFn)
+		if n > 1 {
+			np, nb := n/2, m.Cols/q8Block
+			if cap(j.actP) < np*nb {
+				j.actP = make([]q8Pair, np*nb)
+			}
+			j.actP = j.actP[:np*nb]
+			for b := 0; b < nb; b++ {
+				for i := 0; i < np; i++ {
+					packQ8Pair(&j.actP[i*nb+b], &j.actQ[2*i*nb+b], &j.actQ[(2*i+1)*nb+b])
+				}
+			}
+		}
+	}
+
+	// Rows are cut into chunks, several per worker; below some 32k
+	// multiply-adds a chunk is not worth waking a core for. With several
+	// vectors a chunk is kept to about 128 KiB of weights as the kernels read
+	// them (F16/BF16 rows are widened to F32 once per call, into a per-worker
+	// buffer), so that it stays in the core's cache while the vectors go by.
+	chunk := (m.Rows + 8*p.threads - 1) / (8 * p.threads)
+	chunk = max(chunk, (32<<10)/max(1, m.Cols*n))
+	if n > 1 {
+		rowBytes := m.rowBytes()
+		if m.Type == F16 || m.Type == BF16 {
+			rowBytes = 4 * m.Cols
+		}
+		chunk = max(1, min(chunk, (128<<10)/max(1, rowBytes)))
+		if m.Type == F16 || m.Type == BF16 {
+			for w := range j.wide {
+				j.wide[w] = grow(j.wide[w], chunk*m.Cols)
+			}
+		}
+	}
+	p.parallel(m.Rows, chunk, j.rowsFn)
+
+	j.m, j.dst, j.x, j.src = Matrix{}, nil, nil, nil
+}
+
+// grow returns s resized to n values, reusing its array when large enough.
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+// convert prepares activation vectors [lo,hi) for the weight type.
+func (j *mmJob) convert(_, lo, hi int) {
+	cols := j.m.Cols
+	for v := lo; v < hi; v++ {
+		src := j.src[v*cols : (v+1)*cols]
+		switch j.m.Type {
+		case F16:
+			dst := j.actF[v*cols : (v+1)*cols]
+			for i, f := range src {
+				dst[i] = roundF16(f)
+			}
+		case BF16:
+			dst := j.actF[v*cols : (v+1)*cols]
+			for i, f := range src {
+				dst[i] = roundBF16(f)
+			}
+		case Q8_0:
+			for b := 0; b < cols/q8Block; b++ {
+				quantizeActQ8_0(&j.actQ[v*(cols/q8Block)+b], src[b*q8Block:(b+1)*q8Block], actQ8Flavor)
+			}
+		}
+	}
+}
+
+// rows computes the outputs of rows [lo,hi) for all vectors.
+func (j *mmJob) rows(worker, lo, hi int) {
+	m, n, cols := j.m, j.n, j.m.Cols
+	rows := m.Rows
+	switch m.Type {
+	case F32:
+		w := f32View(m.Data[lo*cols*4 : hi*cols*4])
+		for v := 0; v < n; v++ {
+			xv := j.x[v*cols : (v+1)*cols]
+			for r := lo; r < hi; r++ {
+				j.dst[v*rows+r] = dotF32(w[(r-lo)*cols:(r-lo+1)*cols], xv)
+			}
+		}
+	case F16, BF16:
+		raw := u16View(m.Data[lo*cols*2 : hi*cols*2])
+		if n == 1 {
+			for r := lo; r < hi; r++ {
+				wr := raw[(r-lo)*cols : (r-lo+1)*cols]
+				if m.Type == F16 {
+					j.dst[r] = dotF16(wr, j.x)
+				} else {
+					j.dst[r] = dotBF16(wr, j.x)
+				}
+			}
+			return
+		}
+		w := j.wide[worker][:len(raw)]
+		if m.Type == F16 {
+			widenF16(w, raw)
+		} else {
+			widenBF16(w, raw)
+		}
+		exactRows(j.dst, w, j.x, lo, hi, cols, rows, n)
+	case Q8_0:
+		rb, nb := m.rowBytes(), cols/q8Block
+		dst := j.dst
+		np := n / 2
+		for i := 0; i < np; i++ {
+			for r := lo; r < hi; r++ {
+				dst[2*i*rows+r], dst[(2*i+1)*rows+r] = dot2Q8(m.Data[r*rb:(r+1)*rb], j.actP[i*nb:(i+1)*nb])
+			}
+		}
+		if n%2 == 1 {
+			v := n - 1
+			for r := lo; r < hi; r++ {
+				dst[v*rows+r] = dotQ8(m.Data[r*rb:(r+1)*rb], j.actQ[v*nb:(v+1)*nb])
+			}
+		}
+	}
+}
+
+// exactRows computes rows [lo,hi) of a widened F16 or BF16 matrix, whose
+// rows lo..hi-1 are w, for n vectors x: two vectors share each pass over a
+// row.
+func exactRows(dst, w, x []float32, lo, hi, cols, rows, n int) {
+	v := 0
+	for ; v+2 <= n; v += 2 {
+		x0 := x[v*cols : (v+1)*cols]
+		x1 := x[(v+1)*cols : (v+2)*cols]
+		for r := lo; r < hi; r++ {
+			dst[v*rows+r], dst[(v+1)*rows+r] = dot2Exact(w[(r-lo)*cols:(r-lo+1)*cols], x0, x1)
+		}
+	}
+	if v < n {
+		xv := x[v*cols : (v+1)*cols]
+		for r := lo; r < hi; r++ {
+			dst[v*rows+r] = dotExact(w[(r-lo)*cols:(r-lo+1)*cols], xv)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package tensor
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Pool runs data-parallel loops on a fixed set of worker goroutines started
+// once by NewPool. A loop over [0,n) is cut into chunks that the workers, and
+// the calling goroutine, take in turn from a shared counter, so a slow core
+// does not hold the others back. No goroutine is started and nothing is
+// allocated per call.
+//
+// A Pool is driven by one goroutine at a time (the engine's worker); its
+// methods are not safe for concurrent use. It owns the scratch buffers of
+// MatVec and MatMul, grown on demand and then reused.
+type Pool struct {
+	threads int
+	wake    []chan struct{} // one per helper goroutine (threads-1 of them)
+	busy    sync.WaitGroup  // helpers still working on the current loop
+	exited  sync.WaitGroup  // helpers that have not returned yet
+	closed  bool
+
+	// The current loop, written before the helpers are woken.
+	task      func(worker, lo, hi int)
+	n         int
+	chunk     int
+	next      atomic.Int64
+	userFn    func(lo, hi int) // Run's fn, reached through runUser
+	runUserFn func(worker, lo, hi int)
+
+	// Matrix-product state, see matmul.go.
+	mm mmJob
+}
+
+// NewPool starts a pool of threads workers (the caller of each loop counts as
+// one of them); threads <= 0 means runtime.NumCPU().
+func NewPool(threads int) *Pool {
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	p := &Pool{threads: threads, wake: make([]chan struct{}, threads-1)}
+	p.runUserFn = p.runUser
+	p.mm.init(p)
+	for i := range p.wake {
+		ch := make(chan struct{}, 1)
+		p.wake[i] = ch
+		p.exited.Add(1)
+		go p.helper(i+1, ch)
+	}
+	return p
+}
+
+// Threads is the number of workers, the caller included.
+func (p *Pool) Threads() int { return p.threads }
+
+// Close stops the helper goroutines and waits for them to return. The pool
+// must not be used afterwards; closing twice is harmless.
+func (p *Pool) Close() {
+	if p.closed {
+		return
+	}
+	p.closed = true
+	for _, ch := range p.wake {
+		close(ch)
+	}
+	p.exited.Wait()
+}
+
+func (p *Pool) helper(worker int, wake <-chan struct{}) {
+	defer p.exited.Done()
+	for range wake {
+		p.work(worker)
+		p.busy.Done()
+	}
+}
+
+// work takes chunks of the current loop until none is left.
+func (p *Pool) work(worker int) {
+	n, chunk, task := p.n, p.chunk, p.task
+	for {
+		lo := int(p.next.Add(1)-1) * chunk
+		if lo >= n {
+			return
+		}
+		task(worker, lo, min(lo+chunk, n))
+	}
+}
+
+// Run calls fn on disjoint ranges [lo,hi) that together cover [0,n), in
+// parallel, and returns when all calls have returned. fn must not call back
+// into the pool.
+func (p *Pool) Run(n int, fn func(lo, hi int)) {
+	p.userFn = fn
+	p.parallel(n, max(1, (n+4*p.threads-1)/(4*p.threads)), p.runUserFn)
+	p.userFn = nil
+}
+
+func (p *Pool) runUser(_, lo, hi int) { p.userFn(lo, hi) }
+
+// parallel runs task over [0,n) in chunks of chunk. task receives the worker
+// index (0 is the calling goroutine) so it can use per-worker scratch.
+func (p *Pool) parallel(n, chunk int, task func(worker, lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	if p.closed {
+		panic("tensor: Pool used after Close")
+	}
+	helpers := min(len(p.wake), (n+chunk-1)/chunk-1)
+	if helpers <= 0 {
+		for lo := 0; lo < n; lo += chunk {
+			task(0, lo, min(lo+chunk, n))
+		}
+		return
+	}
+	p.task, p.n, p.chunk = task, n, chunk
+	p.next.Store(0)
+	p.busy.Add(helpers)
+	for _, ch := range p.wake[:helpers] {
+		ch <- struct{}{}
+	}
+	p.work(0)
+	p.busy.Wait()
+	p.task = nil
+}
