@@ -1,0 +1,112 @@
+// Command edgellmd is the edge LLM appliance: one binary with subcommands.
+// It parses flags and calls into the packages; the logic lives there.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/edgellmd/edgellmd/daemon"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `edgellmd: an edge LLM appliance with an OpenAI-compatible endpoint.
+
+Usage:
+  edgellmd run      -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k K] [--top-p P] [--seed 42] [--json] [--ignore-eos]
+  edgellmd synth    --arch qwen35 --size tiny|small|bench [--tokenizer tokenizer.json] [--mtp] --seed N -o OUT.gguf
+  edgellmd bench    decode -m MODEL.gguf [--prompt-tokens 512] [--gen 128] [--threads 1] [--runs 3] [--json]
+  edgellmd power    status|pin [--root /] [--mode MAXN] [--jetson-clocks] [--json]
+  edgellmd version
+
+Not in this build yet: serve, quantize, convert, bench agentic, update, cache.
+Run "edgellmd COMMAND -h" for a command's flags.
+`
+
+// errUsage marks a command-line mistake: exit status 2 after the message.
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	log, err := daemon.NewLogger(stderr, daemon.LogAuto, logLevel())
+	if err != nil {
+		fmt.Fprintln(stderr, "edgellmd:", err)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		err = cmdRun(rest, stdout, log)
+	case "synth":
+		err = cmdSynth(rest, stdout, log)
+	case "bench":
+		err = cmdBench(rest, stdout, log)
+	case "power":
+		err = cmdPower(rest, stdout, log)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "edgellmd", version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	case "serve", "quantize", "convert", "update", "cache":
+		fmt.Fprintf(stderr, "edgellmd %s: not in this build yet\n", cmd)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "edgellmd: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "edgellmd %s: %v\n", cmd, err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "edgellmd %s: %v\n", cmd, err)
+		return 1
+	}
+}
+
+// logLevel is EDGELLMD_LOG_LEVEL, or "warn" so that one-shot commands print
+// only their results.
+func logLevel() string {
+	if l := os.Getenv("EDGELLMD_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "warn"
+}
+
+// parseFlags parses flags that may come before, between or after positional
+// arguments, and returns the positional ones.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("edgellmd "+name, flag.ContinueOnError)
+	return fs
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const stories = "../../testdata/models/stories260K.gguf"
+
+type golden struct {
+	Prompt       string  `json:"prompt"`
+	PromptTokens []int32 `json:"prompt_tokens"`
+	Tokens       []int32 `json:"tokens"`
+	Text         string  `json:"text"`
+}
+
+func readGoldens(t *testing.T, path string) []golden {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []golden
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var g golden
+		if err := json.Unmarshal(sc.Bytes(), &g); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, g)
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no goldens", path)
+	}
+	return out
+}
+
+// run calls the command in-process, as the binary would.
+func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = runMain(args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+// The acceptance test of the engine core: `edgellmd run --json` reproduces
+// llama.cpp's greedy tokens on stories260K for all ten golden prompts.
+func TestRunMatchesLlamaCppGoldens(t *testing.T) {
+	for _, g := range readGoldens(t, "../../testdata/golden/stories260K-greedy64.jsonl") {
+		out, errOut, code := run(t, "run", "-m", stories, "-p", g.Prompt, "-n", "64", "--temp", "0", "--json", "--threads", "1", "--special=false")
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", g.Prompt, code, errOut)
+		}
+		var got runOutput
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%q: output %q is not one JSON line: %v", g.Prompt, out, err)
+		}
+		if !slices.Equal(got.PromptTokens, g.PromptTokens) {
+			t.Errorf("%q: prompt tokens\n got %v\nwant %v", g.Prompt, got.PromptTokens, g.PromptTokens)
+		}
+		if len(got.Tokens) < len(g.Tokens) || !slices.Equal(got.Tokens[:len(g.Tokens)], g.Tokens) {
+			t.Errorf("%q: tokens\n got %v\nwant %v", g.Prompt, got.Tokens, g.Tokens)
+			continue
+		}
+		if len(g.Tokens) == 64 && got.Text != g.Text {
+			t.Errorf("%q: text\n got %q\nwant %q", g.Prompt, got.Text, g.Text)
+		}
+	}
+}
+
+func TestRunIgnoreEOSGivesExactlyN(t *testing.T) {
+	out, errOut, code := run(t, "run", "-m", stories, "-p", "Once upon a time", "-n", "200", "--ignore-eos", "--json", "--threads", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var got runOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tokens) != 200 {
+		t.Fatalf("got %d tokens, want 200", len(got.Tokens))
+	}
+}
+
+func TestRunSeededSamplingIsRepeatable(t *testing.T) {
+	args := []string{"run", "-m", stories, "-p", "The cat", "-n", "32", "--temp", "0.9", "--top-k", "40", "--top-p", "0.95", "--seed", "7", "--json"}
+	a, _, ca := run(t, args...)
+	b, _, cb := run(t, args...)
+	if ca != 0 || cb != 0 || a != b {
+		t.Fatalf("same seed, different output:\n%s\n%s", a, b)
+	}
+	c, _, _ := run(t, append(args[:len(args)-2:len(args)-2], "--seed", "8", "--json")...)
+	if c == a {
+		t.Logf("seeds 7 and 8 gave the same text (possible but unlikely): %s", a)
+	}
+}
+
+func TestRunErrorsNameTheProblem(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"run", "-p", "x"}, 2, "-m"},
+		{[]string{"run", "-m", "/nonexistent/model.gguf", "-p", "x"}, 1, "/nonexistent/model.gguf"},
+		{[]string{"run", "-m", stories, "-p", "x", "--temp", "-1"}, 2, "temperature"},
+		{[]string{"run", "-m", stories, "-p", "x", "--kv", "q4"}, 2, "--kv"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"bench", "nope"}, 2, "unknown bench"},
+	} {
+		_, errOut, code := run(t, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d naming %q", c.args, code, errOut, c.code, c.want)
+		}
+	}
+}
+
+func TestBenchDecodeJSONLines(t *testing.T) {
+	out, errOut, code := run(t, "bench", "decode", "-m", stories, "--prompt-tokens", "64", "--gen", "16", "--runs", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 lines, got %q", out)
+	}
+	for _, l := range lines {
+		var b benchLine
+		if err := json.Unmarshal([]byte(l), &b); err != nil {
+			t.Fatal(err)
+		}
+		if b.PrefillTokS <= 0 || b.DecodeTokS <= 0 || b.PromptTokens != 64 || b.GenTokens != 16 || b.Threads != 1 {
+			t.Fatalf("bad line %+v", b)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
+
+// engineFlags are the flags every command that loads a model shares.
+type engineFlags struct {
+	model   string
+	threads int
+	kv      string
+	ctx     int
+}
+
+func (f *engineFlags) register(fs interface {
+	StringVar(*string, string, string, string)
+	IntVar(*int, string, int, string)
+}, defaultThreads int) {
+	fs.StringVar(&f.model, "m", "", "model file (GGUF)")
+	fs.IntVar(&f.threads, "threads", defaultThreads, "kernel worker threads (0 = all cores)")
+	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f16 (as llama.cpp) or f32")
+	fs.IntVar(&f.ctx, "ctx", 0, "context length in tokens (0 = the model's)")
+}
+
+func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
+	if f.model == "" {
+		return nil, fmt.Errorf("%w: -m MODEL.gguf is required", errUsage)
+	}
+	var kv tensor.DType
+	switch f.kv {
+	case "f16":
+		kv = tensor.F16
+	case "f32":
+		kv = tensor.F32
+	default:
+		return nil, fmt.Errorf("%w: --kv %q: want f16 or f32", errUsage, f.kv)
+	}
+	return engine.Load(f.model, engine.Options{Threads: f.threads, KVType: kv, ContextLen: f.ctx, Log: log})
+}
+
+// runOutput is the one line `run --json` prints.
+type runOutput struct {
+	PromptTokens []int32 `json:"prompt_tokens"`
+	Tokens       []int32 `json:"tokens"`
+	Text         string  `json:"text"`
+}
+
+func cmdRun(args []string, stdout io.Writer, log zerolog.Logger) error {
+	fs := newFlagSet("run")
+	var ef engineFlags
+	ef.register(fs, 0)
+	prompt := fs.String("p", "", "prompt text")
+	n := fs.Int("n", 64, "tokens to generate at most")
+	temp := fs.Float64("temp", 0, "temperature (0 = greedy)")
+	topK := fs.Int("top-k", 0, "top-k (0 = off)")
+	topP := fs.Float64("top-p", 1, "top-p (1 = off)")
+	seed := fs.Uint64("seed", 42, "sampling seed")
+	asJSON := fs.Bool("json", false, `print one JSON line {"prompt_tokens","tokens","text"}`)
+	ignoreEOS := fs.Bool("ignore-eos", false, "generate exactly -n tokens, past end-of-generation tokens")
+	special := fs.Bool("special", true, "recognise special tokens such as <|im_start|> in the prompt text (--special=false reads them as plain text, as llama.cpp's tokenize(text, false) does)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
+	}
+	if *n < 1 {
+		return fmt.Errorf("%w: -n must be at least 1, got %d", errUsage, *n)
+	}
+	params := sample.Params{Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), Seed: *seed}
+	if err := params.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	e, err := ef.load(log)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	tok := e.Tokenizer()
+	ids := tok.Encode(*prompt, true, *special)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	emit := func(engine.Token) error { return nil }
+	if !*asJSON {
+		fmt.Fprint(stdout, *prompt)
+		emit = func(t engine.Token) error { _, err := stdout.Write(t.Piece); return err }
+	}
+	res, err := e.Generate(ctx, engine.Request{Prompt: ids, MaxTokens: *n, Sample: params, IgnoreEOS: *ignoreEOS}, emit)
+	if err != nil {
+		return err
+	}
+	if !*asJSON {
+		fmt.Fprintln(stdout)
+		return nil
+	}
+	out := runOutput{PromptTokens: res.Prompt, Tokens: res.Tokens, Text: tok.Decode(res.Tokens)}
+	if out.Tokens == nil {
+		out.Tokens = []int32{}
+	}
+	return json.NewEncoder(stdout).Encode(out)
+}

@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/edgellmd/edgellmd/engine/sample"
+)
+
+// SpeedRun is one prefill + decode speed measurement.
+type SpeedRun struct {
+	PromptTokens int     `json:"prompt_tokens"`
+	GenTokens    int     `json:"gen_tokens"`
+	Threads      int     `json:"threads"`
+	PrefillTokS  float64 `json:"prefill_tok_s"`
+	DecodeTokS   float64 `json:"decode_tok_s"`
+}
+
+// BenchPrompt is the deterministic prompt llama.cpp's reference bench
+// (shared/tools/llamaref/bench.mjs) uses: ids cycling through a range every
+// vocabulary has.
+func BenchPrompt(n int) []int32 {
+	p := make([]int32, n)
+	for i := range p {
+		p[i] = int32(3 + (i*7919)%250)
+	}
+	return p
+}
+
+// MeasureSpeed measures prefill and greedy decode the way bench.mjs measures
+// llama.cpp: prefill nPrompt tokens (timed), then evaluate the first prompt
+// token again and decode nGen tokens ignoring EOS; decode speed is
+// (nGen-1) tokens over the time from the first output token to the last.
+func (e *Engine) MeasureSpeed(ctx context.Context, nPrompt, nGen int) (SpeedRun, error) {
+	run := SpeedRun{PromptTokens: nPrompt, GenTokens: nGen, Threads: e.pool.Threads()}
+	if nPrompt < 1 || nGen < 2 {
+		return run, fmt.Errorf("bench needs at least 1 prompt token and 2 generated tokens")
+	}
+	if nPrompt+nGen+1 > e.ctxLen {
+		return run, fmt.Errorf("%w: %d prompt + %d generated tokens, context %d", ErrContextFull, nPrompt, nGen, e.ctxLen)
+	}
+	prompt := BenchPrompt(nPrompt)
+	e.sequence()
+	t0 := time.Now()
+	if err := e.prefill(ctx, prompt); err != nil {
+		return run, err
+	}
+	prefill := time.Since(t0)
+	one := []int32{prompt[0]}
+	var tFirst time.Time
+	for i := 0; i < nGen; i++ {
+		if err := e.decode(one); err != nil {
+			return run, err
+		}
+		one[0] = sample.Argmax(e.logits)
+		if i == 0 {
+			tFirst = time.Now()
+		}
+	}
+	decode := time.Since(tFirst)
+	run.PrefillTokS = float64(nPrompt) / prefill.Seconds()
+	run.DecodeTokS = float64(nGen-1) / decode.Seconds()
+	return run, nil
+}

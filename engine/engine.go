@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/engine/gguf"
+	"github.com/edgellmd/edgellmd/engine/model"
+	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/tensor"
+	"github.com/edgellmd/edgellmd/engine/tokenizer"
+)
+
+// Options configure Load.
+type Options struct {
+	Threads    int          // worker threads for the kernels; <= 0 means all cores
+	KVType     tensor.DType // KV cache element type: tensor.F16 (llama.cpp's default) or tensor.F32 (the zero value)
+	ContextLen int          // tokens a sequence may hold; <= 0 means the model's own context length
+	Log        zerolog.Logger
+}
+
+// Engine is one loaded model with its tokenizer and kernels' worker pool.
+// Generate is called from one goroutine at a time (the daemon's engine worker).
+type Engine struct {
+	path    string
+	file    *gguf.File
+	pool    *tensor.Pool
+	model   model.Model
+	tok     *tokenizer.Tokenizer
+	ctxLen  int
+	log     zerolog.Logger
+	state   model.State
+	logits  []float32
+	sampler *sample.Sampler
+}
+
+// sequence returns the engine's one sequence state, emptied.
+func (e *Engine) sequence() model.State {
+	if e.state == nil {
+		e.state = e.model.NewState(e.ctxLen)
+		e.logits = make([]float32, e.model.Hyper().Vocab)
+	}
+	e.state.Reset()
+	return e.state
+}
+
+// Load maps the model file and builds the model and its tokenizer.
+func Load(path string, opt Options) (*Engine, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+		}
+	}()
+	v, err := vocabFromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.New(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: tokenizer: %w", path, err)
+	}
+	pool := tensor.NewPool(opt.Threads)
+	m, err := model.Load(f, model.Options{KVType: opt.KVType, Pool: pool})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	ctxLen := opt.ContextLen
+	if ctxLen <= 0 || ctxLen > m.Hyper().Context {
+		ctxLen = m.Hyper().Context
+	}
+	ok = true
+	opt.Log.Info().Str("model", path).Str("arch", m.Arch()).Int("threads", pool.Threads()).
+		Int("context", ctxLen).Msg("model loaded")
+	return &Engine{path: path, file: f, pool: pool, model: m, tok: tok, ctxLen: ctxLen, log: opt.Log}, nil
+}
+
+// Close unmaps the model and stops the worker pool.
+func (e *Engine) Close() error {
+	e.pool.Close()
+	return e.file.Close()
+}
+
+// Tokenizer returns the model's tokenizer.
+func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }
+
+// Arch is the model architecture ("llama", "qwen35").
+func (e *Engine) Arch() string { return e.model.Arch() }
+
+// ContextLen is the most tokens one sequence may hold.
+func (e *Engine) ContextLen() int { return e.ctxLen }
+
+// Threads is the number of kernel worker threads.
+func (e *Engine) Threads() int { return e.pool.Threads() }
+
+// Request is one generation.
+type Request struct {
+	Prompt    []int32 // prompt tokens, BOS included where the model wants it
+	MaxTokens int     // output tokens at most; <= 0 means until EOS or the context is full
+	Sample    sample.Params
+	IgnoreEOS bool // keep generating past end-of-generation tokens
+}
+
+// Token is one generated token as it streams out.
+type Token struct {
+	ID    int32
+	Piece []byte // raw bytes of the token; may be part of a UTF-8 character
+}
+
+// Result summarises a finished generation.
+type Result struct {
+	Prompt       []int32
+	Tokens       []int32
+	FinishReason string // "stop" (end-of-generation token) or "length"
+	PrefillTime  time.Duration
+	DecodeTime   time.Duration // from the first output token to the last
+}
+
+// ErrContextFull is returned when the prompt does not fit the context.
+var ErrContextFull = errors.New("prompt does not fit the context")
+
+// Generate runs req, calling emit for every output token as it is decoded.
+// An error from emit or ctx stops the generation and is returned, except
+// ErrStop, which ends it with finish reason "stop".
+func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) error) (Result, error) {
+	res := Result{Prompt: req.Prompt}
+	if len(req.Prompt) == 0 {
+		return res, errors.New("empty prompt")
+	}
+	if len(req.Prompt) >= e.ctxLen {
+		return res, fmt.Errorf("%w: %d prompt tokens, context %d", ErrContextFull, len(req.Prompt), e.ctxLen)
+	}
+	vocab := e.model.Hyper().Vocab
+	for _, t := range req.Prompt {
+		if t < 0 || int(t) >= vocab {
+			return res, fmt.Errorf("prompt token %d is outside the vocabulary of %d tokens", t, vocab)
+		}
+	}
+	if err := req.Sample.Validate(); err != nil {
+		return res, err
+	}
+	e.sequence()
+	e.sampler = sample.New(req.Sample) // seeded per request: same seed, same output
+	maxTokens := req.MaxTokens
+	if room := e.ctxLen - len(req.Prompt); maxTokens <= 0 || maxTokens > room {
+		maxTokens = room
+	}
+
+	t0 := time.Now()
+	if err := e.prefill(ctx, req.Prompt); err != nil {
+		return res, err
+	}
+	res.PrefillTime = time.Since(t0)
+	res.FinishReason = "length"
+	var tFirst time.Time
+	one := make([]int32, 1)
+	for len(res.Tokens) < maxTokens {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		id := e.sampler.Pick(e.logits)
+		if len(res.Tokens) == 0 {
+			tFirst = time.Now()
+		}
+		res.Tokens = append(res.Tokens, id)
+		if !req.IgnoreEOS && e.tok.IsEOG(id) {
+			res.FinishReason = "stop"
+			break
+		}
+		if err := emit(Token{ID: id, Piece: e.tok.Piece(id)}); err != nil {
+			if errors.Is(err, ErrStop) {
+				res.FinishReason = "stop"
+				break
+			}
+			return res, err
+		}
+		if len(res.Tokens) == maxTokens {
+			break
+		}
+		one[0] = id
+		if err := e.decode(one); err != nil {
+			return res, err
+		}
+	}
+	if !tFirst.IsZero() {
+		res.DecodeTime = time.Since(tFirst)
+	}
+	return res, nil
+}
+
+// prefillChunk bounds the tokens of one forward pass so scratch stays small.
+const prefillChunk = 512
+
+func (e *Engine) prefill(ctx context.Context, prompt []int32) error {
+	for start := 0; start < len(prompt); start += prefillChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		end := min(start+prefillChunk, len(prompt))
+		if err := e.model.Forward(e.state, model.ChainBatch(prompt[start:end], start, false), e.logits); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decode runs one token (one[0]) after the sequence and leaves its logits.
+func (e *Engine) decode(one []int32) error {
+	return e.model.Forward(e.state, model.ChainBatch(one, e.state.Len(), false), e.logits)
+}

@@ -1,0 +1,119 @@
+package model
+
+import "fmt"
+
+// Batch is the input of one forward pass: tokens with their positions and,
+// per token, the index in this batch of its parent (-1: the last committed
+// token of the sequence). A prefill or a decode step is a chain (Parent[i] ==
+// i-1); a speculative verify step is a tree whose nodes list parents before
+// children.
+type Batch struct {
+	Tokens []int32
+	Pos    []int32 // RoPE position of each token: committed length + depth in the tree
+	Parent []int32 // index of the parent in this batch, or -1
+	Logits []bool  // which tokens get a row of logits; nil means only the last
+	// Verify keeps a chain pending until Commit, as a tree always is: a
+	// linear draft being verified, of which only a prefix may be accepted
+	// (recurrent state cannot be truncated afterwards).
+	Verify bool
+}
+
+// ChainBatch is the batch of tokens that directly follow the committed ones,
+// the first at position startPos. allLogits asks for every token's logits
+// (needed when verifying a linear draft); otherwise only the last gets them.
+func ChainBatch(tokens []int32, startPos int, allLogits bool) Batch {
+	b := Batch{
+		Tokens: tokens,
+		Pos:    make([]int32, len(tokens)),
+		Parent: make([]int32, len(tokens)),
+	}
+	for i := range tokens {
+		b.Pos[i] = int32(startPos + i)
+		b.Parent[i] = int32(i - 1)
+	}
+	if allLogits {
+		b.Logits = make([]bool, len(tokens))
+		for i := range b.Logits {
+			b.Logits[i] = true
+		}
+	}
+	return b
+}
+
+// check validates b against a vocabulary of vocab tokens and reports whether
+// it is a chain.
+func (b *Batch) check(vocab int) (chain bool, err error) {
+	n := len(b.Tokens)
+	if n == 0 {
+		return false, fmt.Errorf("model: empty batch")
+	}
+	if len(b.Pos) != n || len(b.Parent) != n || (b.Logits != nil && len(b.Logits) != n) {
+		return false, fmt.Errorf("model: batch of %d tokens has %d positions, %d parents and %d logits flags (want %d each, logits may be nil)",
+			n, len(b.Pos), len(b.Parent), len(b.Logits), n)
+	}
+	chain = true
+	for i, t := range b.Tokens {
+		if t < 0 || int(t) >= vocab {
+			return false, fmt.Errorf("model: batch token %d is %d, outside the vocabulary [0, %d)", i, t, vocab)
+		}
+		p := b.Parent[i]
+		if p < -1 || int(p) >= i {
+			return false, fmt.Errorf("model: batch token %d has parent %d; a parent must be -1 or an earlier index", i, p)
+		}
+		if b.Pos[i] < 0 {
+			return false, fmt.Errorf("model: batch token %d has negative position %d", i, b.Pos[i])
+		}
+		if int(p) != i-1 {
+			chain = false
+		}
+	}
+	return chain, nil
+}
+
+// wantsLogits reports whether token i of b gets a row of logits.
+func (b *Batch) wantsLogits(i int) bool {
+	if b.Logits == nil {
+		return i == len(b.Tokens)-1
+	}
+	return b.Logits[i]
+}
+
+// ancestry lists, for every node of a tree batch, the batch indices it may
+// attend to (its ancestors and itself) in ascending order, flattened:
+// node i's list is idx[off[i]:off[i+1]]. The buffers are reused.
+type ancestry struct {
+	off []int32
+	idx []int32
+}
+
+func (a *ancestry) build(parent []int32) {
+	n := len(parent)
+	a.off = growInt32(a.off, n+1)
+	a.idx = a.idx[:0]
+	a.off[0] = 0
+	for i := 0; i < n; i++ {
+		start := len(a.idx)
+		for j := int32(i); j >= 0; j = parent[j] {
+			a.idx = append(a.idx, j)
+		}
+		// collected node..root; the attention walk wants cache order (root first)
+		for l, r := start, len(a.idx)-1; l < r; l, r = l+1, r-1 {
+			a.idx[l], a.idx[r] = a.idx[r], a.idx[l]
+		}
+		a.off[i+1] = int32(len(a.idx))
+	}
+}
+
+func growInt32(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+func growF32(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}

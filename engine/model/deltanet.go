@@ -1,0 +1,239 @@
+package model
+
+import (
+	"math"
+
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
+
+// deltaNet is a Gated DeltaNet layer (Yang et al., "Gated Delta Networks",
+// arXiv:2412.06464) as qwen35 runs it in llama.cpp (src/models/qwen35.cpp
+// build_layer_attn_linear and ggml-cpu's gated_delta_net op):
+//
+//	mix = W_qkv x; z = W_z x; beta = sigmoid(W_b x); g = ssm_a * softplus(W_a x + dt_bias)
+//	q,k,v = split(silu(causal depthwise conv of mix, kernel K)); q,k L2-normed per head
+//	per value head h (q,k from key head h mod key heads, ggml's tiled broadcast;
+//	llama.cpp's converter reorders the value heads so that this is Qwen's grouping):
+//	  S = e^g S; S += k (beta (v - S^T k))^T; o = S^T q / sqrt(d)
+//	out = W_out (rmsnorm(o) * w_norm * silu(z))
+//
+// ssm_a holds -exp(A_log) already (the converter stores it so).
+type deltaNet struct {
+	kHeads, vHeads, headDim, kernel int
+	keyDim, valueDim, convDim       int
+	wqkv, wz, wBeta, wAlpha, wOut   linear
+	conv                            []float32 // per channel, kernel taps oldest first (ssm_conv1d [kernel, channels])
+	dtBias, a                       []float32 // per value head
+	norm                            []float32 // gated RMSNorm weight (head size), not zero-centred
+	eps                             float32
+	scale                           float32 // 1/sqrt(head size)
+}
+
+// inputs per token that a pending tree keeps for Commit: conv input, g, beta.
+func (dn *deltaNet) savedRow() int { return dn.convDim + 2*dn.vHeads }
+
+func (dn *deltaNet) forward(d *decoder, s *state, li int, h []float32, n int, out []float32) {
+	w := &s.w
+	C, V, Hv := dn.convDim, dn.valueDim, dn.vHeads
+	mix := w.mix[:n*C]
+	z := w.z[:n*V]
+	beta := w.beta[:n*Hv]
+	g := w.g[:n*Hv]
+	d.mm(&dn.wqkv, mix, h, n)
+	d.mm(&dn.wz, z, h, n)
+	d.mm(&dn.wBeta, beta, h, n)
+	d.mm(&dn.wAlpha, g, h, n)
+	for j := range beta {
+		beta[j] = sigmoid(beta[j])
+	}
+	for i := 0; i < n; i++ {
+		for hv := 0; hv < Hv; hv++ {
+			g[i*Hv+hv] = softplus(g[i*Hv+hv]+dn.dtBias[hv]) * dn.a[hv]
+		}
+	}
+
+	rec := &s.rec[li]
+	if !w.pending {
+		dn.runChain(d, w, rec, n)
+	} else {
+		row := dn.savedRow()
+		rec.saved = growF32(rec.saved, n*row)
+		for i := 0; i < n; i++ {
+			r := rec.saved[i*row : (i+1)*row]
+			copy(r[:C], mix[i*C:(i+1)*C])
+			copy(r[C:C+Hv], g[i*Hv:(i+1)*Hv])
+			copy(r[C+Hv:], beta[i*Hv:(i+1)*Hv])
+		}
+		dn.runTree(d, w, rec, n)
+	}
+
+	// gated RMSNorm per value head: rmsnorm(o)*w * silu(z)
+	dv := dn.headDim
+	o := w.do[:n*V]
+	for r := 0; r < n*Hv; r++ {
+		or := o[r*dv : (r+1)*dv]
+		zr := z[r*dv : (r+1)*dv]
+		tensor.RMSNorm(or, or, dn.norm, dn.eps)
+		d.silu(zr)
+		tensor.Mul(or, zr)
+	}
+	d.mm(&dn.wOut, out, o, n)
+}
+
+// runChain advances the committed state rec through the n tokens whose
+// inputs are in w.mix, w.g and w.beta, writing each token's output to w.do.
+func (dn *deltaNet) runChain(d *decoder, w *work, rec *recurrent, n int) {
+	C := dn.convDim
+	for i := 0; i < n; i++ {
+		dn.convToken(d, w.qkv[i*C:(i+1)*C], rec.conv, w.mix[i*C:(i+1)*C])
+		dn.shift(rec.conv, rec.conv, w.mix[i*C:(i+1)*C])
+	}
+	w.dn = deltaJob{dn: dn, rec: rec, n: n, chain: true}
+	dn.runHeads(d, w, n)
+}
+
+// runTree computes every node of a tree batch from its parent's state (the
+// committed state for a root) into per-node scratch; rec is not changed.
+func (dn *deltaNet) runTree(d *decoder, w *work, rec *recurrent, n int) {
+	C := dn.convDim
+	win := (dn.kernel - 1) * C
+	w.treeScratch(n)
+	for i := 0; i < n; i++ {
+		src := rec.conv
+		if p := w.batch.Parent[i]; p >= 0 {
+			src = w.nodeWin[int(p)*win : (int(p)+1)*win]
+		}
+		mix := w.mix[i*C : (i+1)*C]
+		dn.convToken(d, w.qkv[i*C:(i+1)*C], src, mix)
+		dn.shift(w.nodeWin[i*win:(i+1)*win], src, mix)
+	}
+	w.dn = deltaJob{dn: dn, rec: rec, n: n, parent: w.batch.Parent}
+	dn.runHeads(d, w, n)
+}
+
+// replay commits the nodes in path of a pending tree: it runs their saved
+// inputs as a chain on the committed state, which gives the same state as
+// the tree pass computed for the path's last node.
+func (dn *deltaNet) replay(d *decoder, s *state, li int, path []int) {
+	w := &s.w
+	rec := &s.rec[li]
+	C, Hv, row := dn.convDim, dn.vHeads, dn.savedRow()
+	for k, idx := range path {
+		r := rec.saved[idx*row : (idx+1)*row]
+		copy(w.mix[k*C:(k+1)*C], r[:C])
+		copy(w.g[k*Hv:(k+1)*Hv], r[C:C+Hv])
+		copy(w.beta[k*Hv:(k+1)*Hv], r[C+Hv:])
+	}
+	dn.runChain(d, w, rec, len(path))
+}
+
+func (dn *deltaNet) runHeads(d *decoder, w *work, n int) {
+	if n*dn.vHeads*dn.headDim*dn.headDim >= 1<<14 && dn.vHeads > 1 {
+		d.pool.Run(dn.vHeads, w.dnFn)
+	} else {
+		w.runDelta(0, dn.vHeads)
+	}
+}
+
+// convToken is the causal depthwise convolution of one token followed by
+// SiLU (ggml_ssm_conv, ggml_silu) and the L2 norms of q and k: out =
+// silu(sum_j conv[ch][j] * u_j) over the window u = (win..., mix).
+// ggml's x86 build multiplies in blocks of 4 and 8 taps and adds in order,
+// fusing only the last kernel%4 taps.
+func (dn *deltaNet) convToken(d *decoder, out, win, mix []float32) {
+	K, C := dn.kernel, dn.convDim
+	unfused := K - K%4
+	for ch := 0; ch < C; ch++ {
+		taps := dn.conv[ch*K : (ch+1)*K]
+		var sum float32
+		for j := 0; j < K; j++ {
+			u := mix[ch]
+			if j < K-1 {
+				u = win[j*C+ch]
+			}
+			if j < unfused {
+				sum += float32(u * taps[j])
+			} else {
+				sum = fma32(u, taps[j], sum)
+			}
+		}
+		out[ch] = sum
+	}
+	d.silu(out)
+	dk := dn.headDim
+	for hd := 0; hd < 2*dn.kHeads; hd++ { // q heads, then k heads
+		l2Norm(out[hd*dk:(hd+1)*dk], dn.eps)
+	}
+}
+
+// shift writes the window after a token: the last K-2 rows of src, then mix.
+func (dn *deltaNet) shift(dst, src, mix []float32) {
+	C := dn.convDim
+	rows := dn.kernel - 1
+	if rows == 0 {
+		return
+	}
+	copy(dst[:(rows-1)*C], src[C:rows*C])
+	copy(dst[(rows-1)*C:rows*C], mix)
+}
+
+// deltaJob is the recurrence of one layer over one batch, split by value
+// head between workers.
+type deltaJob struct {
+	dn     *deltaNet
+	rec    *recurrent
+	n      int
+	chain  bool
+	parent []int32
+}
+
+func (w *work) runDelta(lo, hi int) {
+	j := &w.dn
+	dn := j.dn
+	dk, Hv, C := dn.headDim, dn.vHeads, dn.convDim
+	size := dk * dk
+	for hv := lo; hv < hi; hv++ {
+		kh := hv % dn.kHeads
+		delta := w.delta[hv*dk : (hv+1)*dk]
+		for i := 0; i < j.n; i++ {
+			var S []float32
+			if j.chain {
+				S = j.rec.s[hv*size : (hv+1)*size]
+			} else {
+				S = w.nodeS[(i*Hv+hv)*size : (i*Hv+hv+1)*size]
+				src := j.rec.s[hv*size : (hv+1)*size]
+				if p := j.parent[i]; p >= 0 {
+					src = w.nodeS[(int(p)*Hv+hv)*size : (int(p)*Hv+hv+1)*size]
+				}
+				copy(S, src)
+			}
+			row := w.qkv[i*C : (i+1)*C]
+			q := row[kh*dk : (kh+1)*dk]
+			k := row[dn.keyDim+kh*dk : dn.keyDim+(kh+1)*dk]
+			v := row[2*dn.keyDim+hv*dk : 2*dn.keyDim+(hv+1)*dk]
+			o := w.do[(i*Hv+hv)*dk : (i*Hv+hv+1)*dk]
+			dn.step(S, q, k, v, w.g[i*Hv+hv], w.beta[i*Hv+hv], o, delta)
+		}
+	}
+}
+
+// step is one token of the gated delta rule for one value head, in the
+// order and rounding of ggml-cpu's gated_delta_net op. S is d_v rows of d_k
+// (row j is column j of the paper's S).
+func (dn *deltaNet) step(S, q, k, v []float32, g, beta float32, o, delta []float32) {
+	dk := dn.headDim
+	tensor.Scale(S, expf(g))
+	for j := 0; j < dk; j++ {
+		delta[j] = (v[j] - dotF32(S[j*dk:(j+1)*dk], k)) * beta
+	}
+	for j := 0; j < dk; j++ {
+		madF32(S[j*dk:(j+1)*dk], k, delta[j])
+	}
+	for j := 0; j < dk; j++ {
+		o[j] = dotF32(S[j*dk:(j+1)*dk], q) * dn.scale
+	}
+}
+
+func deltaScale(headDim int) float32 {
+	return 1 / float32(math.Sqrt(float64(headDim)))
+}

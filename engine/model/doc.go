@@ -1,0 +1,28 @@
+// Package model runs the transformer architectures of edgellmd on the CPU:
+// `llama` (dense; stories260K is its test model) and `qwen35`, the
+// Qwen3.5/3.6 hybrid of Gated DeltaNet and gated full-attention layers with
+// an optional multi-token-prediction head. Weights, metadata keys and tensor
+// names are llama.cpp's, so a GGUF file runs the same here and there.
+//
+// A forward pass takes a [Batch] of tokens with positions and parents. A
+// chain (prefill, decode) is committed to the [State] at once; a tree (the
+// verify step of speculative decoding) attends each node to the committed
+// prefix and its ancestors, computes each DeltaNet node from its parent's
+// state, and stays pending until [State.Commit] keeps one root-to-node path.
+//
+// Where llama.cpp's arithmetic decides tokens, this package copies it, down
+// to the last bit of the logits (given matrix kernels that sum as ggml's
+// do; logits_test.go checks it against llama.cpp's raw logits): flash
+// attention as ggml-cpu runs it (the default of node-llama-cpp and of
+// llama.cpp on a CPU) with an F16 cache, llama.cpp's non-flash attention
+// with an F32 cache, RoPE's float32 angle recurrence, the summation order
+// and fused multiply-adds of ggml's x86 (AVX2, FMA) vector routines, the
+// order of the gated delta rule, and glibc's expf, logf and sincosf. See
+// attention.go, vec.go and libm.go.
+//
+// It is not the place for sampling (engine/sample), tokenizing
+// (engine/tokenizer), paged or persistent caches (engine/state) or the
+// matrix kernels (engine/tensor): it owns the layer wiring, the per-sequence
+// KV and recurrent state, and the small vector loops that must round like
+// ggml.
+package model

@@ -1,0 +1,320 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/edgellmd/edgellmd/engine/gguf"
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
+
+// Model is a loaded architecture: it runs batches of tokens on a State.
+// Its methods are called from one goroutine at a time (the engine worker).
+type Model interface {
+	Arch() string
+	Hyper() Hyper
+	// NewState makes an empty sequence state with room for maxTokens tokens
+	// (KV slots); its scratch buffers for the forward pass live in it.
+	NewState(maxTokens int) State
+	// Forward runs b on st. logits receives one row of Hyper().Vocab floats
+	// per token with Logits[i] set, in order. A chain batch (every Parent[i]
+	// == i-1) is committed to the state at once, unless b.Verify is set. A
+	// tree batch (or a Verify chain) is kept pending until st.Commit(path)
+	// keeps the listed batch indices (a root-to-node path) and drops the rest.
+	Forward(st State, b Batch, logits []float32) error
+	// ForwardHidden is Forward that also writes, for each token with logits,
+	// the final normed hidden state (Hyper().Embd floats: the h_t an MTP head
+	// takes) into hidden. hidden may be nil.
+	ForwardHidden(st State, b Batch, logits, hidden []float32) error
+	// MTP returns the model's multi-token-prediction head, or nil when the
+	// file has none.
+	MTP() MTPHead
+}
+
+// Hyper are a model's dimensions, read from its GGUF metadata.
+type Hyper struct {
+	Arch     string
+	Vocab    int
+	Context  int // context length the model was trained with
+	Embd     int
+	Layers   int // decoder layers, MTP layers not counted
+	Heads    int // query heads of the attention layers
+	KVHeads  int
+	HeadDim  int
+	FFN      int
+	RopeDims int // leading dimensions of each head that RoPE rotates
+	RopeBase float32
+	NormEps  float32
+
+	// qwen35 only.
+	Recurrent    []bool // per layer: Gated DeltaNet (true) or full attention
+	ConvKernel   int    // DeltaNet causal conv width (ssm.conv_kernel)
+	KeyHeads     int    // DeltaNet q/k heads (ssm.group_count)
+	ValueHeads   int    // DeltaNet v heads (ssm.time_step_rank)
+	StateDim     int    // DeltaNet head size d_k = d_v (ssm.state_size)
+	RopeSections [4]int // rope.dimension_sections
+	MTPLayers    int    // nextn_predict_layers
+}
+
+// Options choose how a model runs.
+type Options struct {
+	// KVType is the KV cache element type. tensor.F16 is llama.cpp's default
+	// and runs attention as llama.cpp's flash attention does on a CPU (its
+	// default there). tensor.F32 runs it as llama.cpp's attention without
+	// flash attention, the only llama.cpp setting in which an F32 cache is
+	// not cast to F16. Beware: the zero value is tensor.F32 (ggml type id 0).
+	KVType tensor.DType
+	// Pool runs the matrix products; nil makes one with a thread per CPU
+	// (never closed).
+	Pool *tensor.Pool
+}
+
+// Load builds the model a GGUF file holds, chosen by general.architecture.
+// The weights stay in f's mapping: f must stay open while the model is used.
+func Load(f *gguf.File, opt Options) (Model, error) {
+	arch, ok := f.GetString("general.architecture")
+	if !ok {
+		return nil, fmt.Errorf("model %s: metadata key \"general.architecture\" missing (want \"llama\" or \"qwen35\")", f.Path)
+	}
+	if opt.KVType != tensor.F16 && opt.KVType != tensor.F32 {
+		return nil, fmt.Errorf("model %s: KV cache type %v not supported (want F16 or F32)", f.Path, opt.KVType)
+	}
+	if opt.Pool == nil {
+		opt.Pool = tensor.NewPool(0)
+	}
+	l := &loader{f: f, arch: arch}
+	switch arch {
+	case "llama":
+		return loadLlama(l, opt)
+	case "qwen35":
+		return loadQwen35(l, opt)
+	default:
+		return nil, fmt.Errorf("model %s: architecture %q not supported (want \"llama\" or \"qwen35\")", f.Path, arch)
+	}
+}
+
+// layer is one pre-norm residual decoder block:
+// x += mixer(norm(x)); x += mlp(norm2(x)). The mixer is full attention or a
+// Gated DeltaNet.
+type layer struct {
+	attnNorm []float32
+	attn     *attention
+	delta    *deltaNet
+	ffnNorm  []float32 // llama's ffn_norm, qwen35's post_attention_norm
+	mlp      mlp
+}
+
+// decoder is the shared body of both architectures and implements Model.
+type decoder struct {
+	hp      Hyper
+	pool    *tensor.Pool
+	kvType  tensor.DType
+	eps     float32
+	embed   tensor.Matrix
+	layers  []layer
+	outNorm []float32
+	output  linear
+	mtp     *mtpHead
+	// gatherEarly drops the rows without logits before the last block's
+	// feed-forward part (llama) rather than after the last block (qwen35).
+	gatherEarly bool
+	// kernels replaces engine/tensor's matrix products and SiLU when set
+	// (tests use it to run ggml's exact kernels); nil in normal use.
+	kernels *kernelHooks
+}
+
+// kernelHooks are stand-ins for engine/tensor kernels. matmul reports
+// whether it handled the product.
+type kernelHooks struct {
+	matmul func(dst []float32, m tensor.Matrix, x []float32, n int) bool
+	silu   func(x []float32)
+}
+
+// silu applies SiLU to one row (ggml's SIMD blocks start at a row's first
+// value, so rows are never concatenated).
+func (d *decoder) silu(row []float32) {
+	if d.kernels != nil && d.kernels.silu != nil {
+		d.kernels.silu(row)
+		return
+	}
+	tensor.SiLU(row)
+}
+
+func (d *decoder) Arch() string { return d.hp.Arch }
+func (d *decoder) Hyper() Hyper { return d.hp }
+
+func (d *decoder) MTP() MTPHead {
+	if d.mtp == nil {
+		return nil
+	}
+	return d.mtp
+}
+
+func (d *decoder) NewState(maxTokens int) State {
+	return newState(d, d.layers, d.shape(), d.kvType, maxTokens)
+}
+
+func (d *decoder) Forward(st State, b Batch, logits []float32) error {
+	return d.ForwardHidden(st, b, logits, nil)
+}
+
+func (d *decoder) ForwardHidden(st State, b Batch, logits, hidden []float32) error {
+	s, nOut, err := d.begin(d, st, &b, logits, hidden)
+	if err != nil {
+		return err
+	}
+	n := len(b.Tokens)
+	E := d.hp.Embd
+	x := s.w.x[:n*E]
+	for i, t := range b.Tokens {
+		d.embed.RowTo(x[i*E:(i+1)*E], int(t))
+	}
+	rows := d.runLayers(s, d.layers, x, n, nOut)
+	d.head(s, x[:rows*E], rows, d.outNorm, &d.output, logits, hidden)
+	s.finish()
+	return nil
+}
+
+// begin checks a forward call on a state of owner and readies the state's
+// scratch for b. It returns the state and the number of tokens that want
+// logits.
+func (d *decoder) begin(owner stateOwner, st State, b *Batch, logits, hidden []float32) (*state, int, error) {
+	s, ok := st.(*state)
+	if !ok || s.owner != owner {
+		return nil, 0, fmt.Errorf("model: state was not made by this model (or is the MTP head's)")
+	}
+	if s.pending > 0 {
+		return nil, 0, fmt.Errorf("model: a tree batch of %d tokens is pending; Commit a path first", s.pending)
+	}
+	chain, err := b.check(d.hp.Vocab)
+	if err != nil {
+		return nil, 0, err
+	}
+	n := len(b.Tokens)
+	if s.n+n > s.max {
+		return nil, 0, fmt.Errorf("model: state holds %d of %d tokens; a batch of %d does not fit", s.n, s.max, n)
+	}
+	nOut := 0
+	for i := range b.Tokens {
+		if b.wantsLogits(i) {
+			nOut++
+		}
+	}
+	if len(logits) < nOut*d.hp.Vocab {
+		return nil, 0, fmt.Errorf("model: logits has room for %d floats, %d tokens want %d", len(logits), nOut, nOut*d.hp.Vocab)
+	}
+	if hidden != nil && len(hidden) < nOut*d.hp.Embd {
+		return nil, 0, fmt.Errorf("model: hidden has room for %d floats, %d tokens want %d", len(hidden), nOut, nOut*d.hp.Embd)
+	}
+	s.begin(b, chain)
+	return s, nOut, nil
+}
+
+// commitRecurrent replays the accepted path through every DeltaNet layer.
+func (d *decoder) commitRecurrent(s *state, path []int) {
+	for li := range d.layers {
+		if dn := d.layers[li].delta; dn != nil {
+			dn.replay(d, s, li, path)
+		}
+	}
+}
+
+// runLayers runs the decoder blocks over the n rows of x and leaves in x
+// only the rows that want logits; it returns how many. Like llama.cpp's
+// inp_out_ids, llama drops the other rows before the last block's
+// feed-forward part, qwen35 (embeddings_nextn_masked off) only after the
+// last block; a row's values are the same either way.
+func (d *decoder) runLayers(s *state, layers []layer, x []float32, n, nOut int) int {
+	E := d.hp.Embd
+	w := &s.w
+	rows := n
+	for li := range layers {
+		L := &layers[li]
+		h := w.h[:rows*E]
+		y := w.y[:rows*E]
+		rmsNormRows(h, x[:rows*E], L.attnNorm, rows, E, d.eps)
+		if L.attn != nil {
+			L.attn.forward(d, s, li, h, n, y)
+		} else {
+			L.delta.forward(d, s, li, h, n, y)
+		}
+		if d.gatherEarly && li == len(layers)-1 && nOut < n {
+			keepRows(w, x, nOut, E)
+			keepRows(w, y, nOut, E)
+			rows = nOut
+		}
+		tensor.Add(x[:rows*E], y[:rows*E])
+		h = w.h[:rows*E]
+		y = w.y[:rows*E]
+		rmsNormRows(h, x[:rows*E], L.ffnNorm, rows, E, d.eps)
+		L.mlp.forward(d, w, h, rows, y)
+		tensor.Add(x[:rows*E], y[:rows*E])
+	}
+	if rows > nOut {
+		keepRows(w, x, nOut, E)
+	}
+	return nOut
+}
+
+// keepRows moves the rows of the batch that want logits to the front of x.
+func keepRows(w *work, x []float32, nOut, E int) {
+	r := 0
+	for i := range w.batch.Tokens {
+		if w.batch.wantsLogits(i) {
+			copy(x[r*E:(r+1)*E], x[i*E:(i+1)*E])
+			r++
+		}
+	}
+}
+
+// head normalises the rows of x and projects them to logits; hidden, when
+// not nil, receives the normed rows.
+func (d *decoder) head(s *state, x []float32, rows int, norm []float32, out *linear, logits, hidden []float32) {
+	if rows == 0 {
+		return
+	}
+	E, V := d.hp.Embd, d.hp.Vocab
+	h := s.w.h[:rows*E]
+	rmsNormRows(h, x, norm, rows, E, d.eps)
+	d.mm(out, logits[:rows*V], h, rows)
+	if hidden != nil {
+		copy(hidden[:rows*E], h)
+	}
+}
+
+// mm applies l to n rows of x: one matrix-vector product per weight read
+// for a single token, one matrix product for a batch.
+func (d *decoder) mm(l *linear, dst, x []float32, n int) {
+	if n == 0 {
+		return
+	}
+	rows, cols := l.m.Rows, l.m.Cols
+	dst, x = dst[:n*rows], x[:n*cols]
+	switch {
+	case d.kernels != nil && d.kernels.matmul != nil && d.kernels.matmul(dst, l.m, x, n):
+	case n == 1:
+		d.pool.MatVec(dst, l.m, x)
+	default:
+		d.pool.MatMul(dst, l.m, x, n)
+	}
+	if l.scale != 0 {
+		tensor.Scale(dst, l.scale)
+	}
+	if l.bias != nil {
+		for r := 0; r < n; r++ {
+			tensor.Add(dst[r*rows:(r+1)*rows], l.bias)
+		}
+	}
+}
+
+// shape sizes the scratch buffers of a state for this model.
+func (d *decoder) shape() workShape {
+	ws := workShape{embd: d.hp.Embd, ffn: d.hp.FFN, ropeDims: d.hp.RopeDims}
+	for i := range d.layers {
+		ws.add(&d.layers[i])
+	}
+	if d.mtp != nil {
+		ws.add(&d.mtp.layers[0])
+		ws.cat = 2 * d.hp.Embd
+	}
+	return ws
+}

@@ -1,0 +1,293 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
+
+// State is one sequence's memory: attention KV and DeltaNet recurrent state.
+type State interface {
+	// Len is the number of committed tokens.
+	Len() int
+	// Commit keeps, of the pending tree batch, the nodes listed in path (a
+	// root-to-node path of batch indices) and drops the rest.
+	Commit(path []int) error
+	// Truncate cuts the sequence to its first n tokens. Recurrent state
+	// cannot be cut: for a model with DeltaNet layers it is an error unless
+	// n == Len(). A pending tree batch is dropped.
+	Truncate(n int) error
+	// Reset empties the state.
+	Reset()
+}
+
+// stateOwner is the model part whose layers a state serves (the decoder or
+// its MTP head); it replays recurrent layers on Commit.
+type stateOwner interface {
+	commitRecurrent(s *state, path []int)
+}
+
+// kvCache holds one attention layer's keys (after norm and RoPE) and
+// values, one slot of dim values per token: committed tokens first, then
+// the pending nodes of a tree batch.
+type kvCache struct {
+	dim      int // KV heads × head size
+	k16, v16 []uint16
+	k32, v32 []float32
+}
+
+func (c *kvCache) moveSlot(dst, src int) {
+	d, s := dst*c.dim, src*c.dim
+	if c.k16 != nil {
+		copy(c.k16[d:d+c.dim], c.k16[s:s+c.dim])
+		copy(c.v16[d:d+c.dim], c.v16[s:s+c.dim])
+	} else {
+		copy(c.k32[d:d+c.dim], c.k32[s:s+c.dim])
+		copy(c.v32[d:d+c.dim], c.v32[s:s+c.dim])
+	}
+}
+
+// recurrent is one Gated DeltaNet layer's state after the last committed
+// token.
+type recurrent struct {
+	s    []float32 // per value head d_v rows of d_k: s[j*d_k+i] = S[i][j], ggml's layout
+	conv []float32 // the last K-1 conv inputs, oldest first, conv channels each
+	// saved holds a pending tree's per-node layer inputs (conv input, g,
+	// beta), from which Commit replays the accepted path.
+	saved []float32
+}
+
+// state implements State for both architectures and for the MTP head.
+type state struct {
+	owner   stateOwner
+	max     int
+	n       int // committed tokens
+	kv      []kvCache
+	rec     []recurrent
+	pending int     // nodes of an uncommitted tree batch
+	parent  []int32 // their parents
+	w       work
+}
+
+func newState(owner stateOwner, layers []layer, ws workShape, kvType tensor.DType, maxTokens int) *state {
+	s := &state{owner: owner, max: maxTokens}
+	s.kv = make([]kvCache, len(layers))
+	s.rec = make([]recurrent, len(layers))
+	for i := range layers {
+		L := &layers[i]
+		if a := L.attn; a != nil {
+			c := &s.kv[i]
+			c.dim = a.kvHeads * a.headDim
+			if kvType == tensor.F16 {
+				c.k16 = make([]uint16, maxTokens*c.dim)
+				c.v16 = make([]uint16, maxTokens*c.dim)
+			} else {
+				c.k32 = make([]float32, maxTokens*c.dim)
+				c.v32 = make([]float32, maxTokens*c.dim)
+			}
+		}
+		if dn := L.delta; dn != nil {
+			r := &s.rec[i]
+			r.s = make([]float32, dn.vHeads*dn.headDim*dn.headDim)
+			r.conv = make([]float32, (dn.kernel-1)*dn.convDim)
+		}
+	}
+	s.w.init(ws, maxTokens)
+	return s
+}
+
+func (s *state) Len() int { return s.n }
+
+// begin readies the scratch for batch b.
+func (s *state) begin(b *Batch, chain bool) {
+	s.w.prepare(b, chain, s.n)
+}
+
+// finish commits a chain batch or leaves a tree (or verify) batch pending.
+func (s *state) finish() {
+	b := s.w.batch
+	n := len(b.Tokens)
+	if !s.w.pending {
+		s.n += n
+		return
+	}
+	s.pending = n
+	s.parent = append(s.parent[:0], b.Parent...)
+}
+
+func (s *state) Commit(path []int) error {
+	if s.pending == 0 {
+		if len(path) == 0 {
+			return nil
+		}
+		return fmt.Errorf("model: Commit of %d nodes, but no tree batch is pending", len(path))
+	}
+	prev := -1
+	for k, idx := range path {
+		if idx < 0 || idx >= s.pending {
+			return fmt.Errorf("model: Commit path[%d] = %d is not a node of the pending batch of %d", k, idx, s.pending)
+		}
+		if int(s.parent[idx]) != prev {
+			return fmt.Errorf("model: Commit path[%d] = %d has parent %d, not path[%d] = %d: not a root-to-node path", k, idx, s.parent[idx], k-1, prev)
+		}
+		prev = idx
+	}
+	for i := range s.kv {
+		c := &s.kv[i]
+		if c.dim == 0 {
+			continue
+		}
+		for k, idx := range path {
+			if idx != k {
+				c.moveSlot(s.n+k, s.n+idx)
+			}
+		}
+	}
+	s.owner.commitRecurrent(s, path)
+	s.n += len(path)
+	s.pending = 0
+	return nil
+}
+
+func (s *state) hasRecurrent() bool {
+	for i := range s.rec {
+		if s.rec[i].s != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *state) Truncate(n int) error {
+	s.pending = 0
+	if n < 0 || n > s.n {
+		return fmt.Errorf("model: cannot truncate a state of %d tokens to %d", s.n, n)
+	}
+	if n != s.n && s.hasRecurrent() {
+		return fmt.Errorf("model: cannot truncate %d tokens to %d: the recurrent (DeltaNet) state exists only at the end; restore a snapshot instead", s.n, n)
+	}
+	s.n = n
+	return nil
+}
+
+func (s *state) Reset() {
+	s.n = 0
+	s.pending = 0
+	for i := range s.rec {
+		clear(s.rec[i].s)
+		clear(s.rec[i].conv)
+	}
+}
+
+// workShape sizes the per-token scratch of a model.
+type workShape struct {
+	embd, ffn, ropeDims, cat int
+	qFull, q, kv             int // attention: query(+gate) rows, query rows, K or V rows per token
+	convDim, valueDim        int // DeltaNet: conv channels, value rows per token
+	vHeads, headDim, kernel  int
+	rec                      bool
+}
+
+func (ws *workShape) add(L *layer) {
+	if a := L.attn; a != nil {
+		ws.qFull = max(ws.qFull, a.wq.m.Rows)
+		ws.q = max(ws.q, a.heads*a.headDim)
+		ws.kv = max(ws.kv, a.kvHeads*a.headDim)
+	}
+	if dn := L.delta; dn != nil {
+		ws.rec = true
+		ws.convDim = max(ws.convDim, dn.convDim)
+		ws.valueDim = max(ws.valueDim, dn.valueDim)
+		ws.vHeads = max(ws.vHeads, dn.vHeads)
+		ws.headDim = max(ws.headDim, dn.headDim)
+		ws.kernel = max(ws.kernel, dn.kernel)
+	}
+}
+
+// work is the scratch of one forward pass, owned by the state so that a
+// decode step allocates nothing. Buffers hold up to cap tokens and grow
+// when a longer batch comes.
+type work struct {
+	ws        workShape
+	cap       int
+	maxTokens int // the state's KV slots
+
+	// the batch being run
+	batch   Batch
+	chain   bool // every token's parent is the one before it
+	pending bool // the batch waits for Commit (a tree, or a chain to verify)
+	base    int  // committed tokens before the batch: its first KV slot
+	anc     ancestry
+	cs      []float32 // RoPE cos/sin per token
+	csSet   bool
+
+	x, y, h, cat []float32
+	qf, q, k, v  []float32
+	gate, o      []float32
+	q16, acc16   []uint16 // F16 query and accumulator per (token, head)
+	ffa, ffb     []float32
+
+	mix, qkv, z, beta, g, do []float32
+	delta                    []float32 // per value head d_v
+	nodeS, nodeWin           []float32 // tree batches: per-node recurrent state and conv window
+
+	// parallel jobs, bound once so that starting one allocates nothing
+	att   attnJob
+	attFn func(lo, hi int)
+	dn    deltaJob
+	dnFn  func(lo, hi int)
+}
+
+func (w *work) init(ws workShape, maxTokens int) {
+	w.ws = ws
+	w.maxTokens = maxTokens
+	w.attFn = w.runAttention
+	w.dnFn = w.runDelta
+	if ws.rec {
+		w.delta = make([]float32, ws.vHeads*ws.headDim)
+	}
+}
+
+// prepare sizes the buffers for b and records it.
+func (w *work) prepare(b *Batch, chain bool, base int) {
+	n := len(b.Tokens)
+	w.batch, w.chain, w.base = *b, chain, base
+	w.pending = !chain || b.Verify
+	w.csSet = false
+	if !chain {
+		w.anc.build(b.Parent)
+	}
+	if n <= w.cap {
+		return
+	}
+	ws := w.ws
+	w.cap = n
+	w.x = make([]float32, n*ws.embd)
+	w.y = make([]float32, n*ws.embd)
+	w.h = make([]float32, n*ws.embd)
+	w.cat = make([]float32, n*ws.cat)
+	w.cs = make([]float32, n*ws.ropeDims)
+	w.qf = make([]float32, n*ws.qFull)
+	w.q = make([]float32, n*ws.q)
+	w.k = make([]float32, n*ws.kv)
+	w.v = make([]float32, n*ws.kv)
+	w.gate = make([]float32, n*ws.q)
+	w.o = make([]float32, n*ws.q)
+	w.q16 = make([]uint16, n*ws.q)
+	w.acc16 = make([]uint16, n*ws.q)
+	w.ffa = make([]float32, n*ws.ffn)
+	w.ffb = make([]float32, n*ws.ffn)
+	w.mix = make([]float32, n*ws.convDim)
+	w.qkv = make([]float32, n*ws.convDim)
+	w.z = make([]float32, n*ws.valueDim)
+	w.do = make([]float32, n*ws.valueDim)
+	w.beta = make([]float32, n*ws.vHeads)
+	w.g = make([]float32, n*ws.vHeads)
+}
+
+// treeScratch sizes the per-node recurrent buffers of a tree batch of n.
+func (w *work) treeScratch(n int) {
+	ws := w.ws
+	w.nodeS = growF32(w.nodeS, n*ws.vHeads*ws.headDim*ws.headDim)
+	w.nodeWin = growF32(w.nodeWin, n*(ws.kernel-1)*ws.convDim)
+}
