@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -36,6 +37,9 @@ type Engine struct {
 	state   model.State
 	logits  []float32
 	sampler *sample.Sampler
+	// lastStep is when the last forward pass (prefill chunk or decode step)
+	// ended, in unix nanoseconds: the scheduler's liveness signal.
+	lastStep atomic.Int64
 }
 
 // sequence returns the engine's one sequence state, emptied.
@@ -60,7 +64,7 @@ func Load(path string, opt Options) (*Engine, error) {
 			f.Close()
 		}
 	}()
-	v, err := vocabFromGGUF(f)
+	v, err := VocabFromGGUF(f)
 	if err != nil {
 		return nil, err
 	}
@@ -209,11 +213,14 @@ func (e *Engine) prefill(ctx context.Context, prompt []int32) error {
 		if err := e.model.Forward(e.state, model.ChainBatch(prompt[start:end], start, false), e.logits); err != nil {
 			return err
 		}
+		e.lastStep.Store(time.Now().UnixNano())
 	}
 	return nil
 }
 
 // decode runs one token (one[0]) after the sequence and leaves its logits.
 func (e *Engine) decode(one []int32) error {
-	return e.model.Forward(e.state, model.ChainBatch(one, e.state.Len(), false), e.logits)
+	err := e.model.Forward(e.state, model.ChainBatch(one, e.state.Len(), false), e.logits)
+	e.lastStep.Store(time.Now().UnixNano())
+	return err
 }

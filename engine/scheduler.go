@@ -129,9 +129,12 @@ func (s *Scheduler) Running() int { return int(s.running.Load()) }
 // Waiting is the number of requests queued behind the running one.
 func (s *Scheduler) Waiting() int { return int(s.waiting.Load()) }
 
-// LastBeat is when the worker last showed it was alive (idle ticks, tokens,
-// request boundaries): a systemd watchdog pings only while this is recent.
-func (s *Scheduler) LastBeat() time.Time { return time.Unix(0, s.lastBeat.Load()) }
+// LastBeat is when the worker last showed it was alive (idle ticks, each
+// prefill chunk and decode step, request boundaries): a systemd watchdog
+// pings only while this is recent.
+func (s *Scheduler) LastBeat() time.Time {
+	return time.Unix(0, max(s.lastBeat.Load(), s.eng.lastStep.Load()))
+}
 
 // Engine returns the engine the scheduler runs.
 func (s *Scheduler) Engine() *Engine { return s.eng }

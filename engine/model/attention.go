@@ -181,9 +181,9 @@ func (w *work) visible(i int) (end int, anc []int32) {
 // K·Q by ggml_vec_dot_f16, an online softmax in F32 whose running output
 // is kept in F16 (ggml_vec_scale_f16, ggml_vec_mad_f16), and a final
 // division by the running sum.
-func (w *work) attendF16(i int, q, o []float32, kvOff int, q16, acc []uint16) {
+func (w *work) attendF16(i int, q, o []float32, kvOff int, q16, acc []float32) {
 	for d := range q {
-		q16[d] = tensor.F32ToF16(q[d])
+		q16[d] = tensor.RoundF16(q[d])
 	}
 	clear(acc)
 	sm := onlineSoftmax{M: float32(math.Inf(-1))}
@@ -196,7 +196,7 @@ func (w *work) attendF16(i int, q, o []float32, kvOff int, q16, acc []uint16) {
 	}
 	inv := sm.inverse()
 	for d := range o {
-		o[d] = tensor.F16ToF32(acc[d]) * inv
+		o[d] = acc[d] * inv
 	}
 }
 
@@ -224,7 +224,9 @@ func (sm *onlineSoftmax) inverse() float32 {
 	return 1 / sm.S
 }
 
-func (w *work) stepF16(sm *onlineSoftmax, slot, kvOff int, q16, acc []uint16) {
+// stepF16 takes one cache slot: q16 and acc hold F16 values widened to
+// float32.
+func (w *work) stepF16(sm *onlineSoftmax, slot, kvOff int, q16, acc []float32) {
 	c := w.att.c
 	off := slot*c.dim + kvOff
 	hd := len(q16)

@@ -224,7 +224,7 @@ type work struct {
 	x, y, h, cat []float32
 	qf, q, k, v  []float32
 	gate, o      []float32
-	q16, acc16   []uint16 // F16 query and accumulator per (token, head)
+	q16, acc16   []float32 // F16 query and accumulator per (token, head), widened
 	ffa, ffb     []float32
 
 	mix, qkv, z, beta, g, do []float32
@@ -273,8 +273,8 @@ func (w *work) prepare(b *Batch, chain bool, base int) {
 	w.v = make([]float32, n*ws.kv)
 	w.gate = make([]float32, n*ws.q)
 	w.o = make([]float32, n*ws.q)
-	w.q16 = make([]uint16, n*ws.q)
-	w.acc16 = make([]uint16, n*ws.q)
+	w.q16 = make([]float32, n*ws.q)
+	w.acc16 = make([]float32, n*ws.q)
 	w.ffa = make([]float32, n*ws.ffn)
 	w.ffb = make([]float32, n*ws.ffn)
 	w.mix = make([]float32, n*ws.convDim)

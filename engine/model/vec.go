@@ -78,24 +78,28 @@ func dotF32(x, y []float32) float32 {
 	return sum
 }
 
-// dotF16 is ggml_vec_dot_f16 over two F16 vectors: products of two halves
-// are exact in float32, the SIMD blocks accumulate in float32 lanes, the
-// leftovers in float64 (ggml_float), and the result is rounded to float32.
-func dotF16(x, y []uint16) float32 {
+// dotF16 is ggml_vec_dot_f16 over an F16 vector x and a vector y of F16
+// values held widened in float32: products of two halves are exact in
+// float32, the SIMD blocks accumulate in float32 lanes, the leftovers in
+// float64 (ggml_float), and the result is rounded to float32.
+func dotF16(x []uint16, y []float32) float32 {
 	n := len(x)
+	y = y[:n]
 	np := n &^ 31
 	var sum float64
 	if np > 0 {
 		var acc [32]float32
 		for i := 0; i < np; i += 32 {
-			for j := 0; j < 32; j++ {
-				acc[j] += tensor.F16ToF32(x[i+j]) * tensor.F16ToF32(y[i+j])
+			xx := (*[32]uint16)(x[i : i+32])
+			yy := (*[32]float32)(y[i : i+32])
+			for j := range acc {
+				acc[j] += tensor.F16ToF32(xx[j]) * yy[j]
 			}
 		}
 		sum = float64(reduce32(&acc))
 	}
 	for i := np; i < n; i++ {
-		sum += float64(tensor.F16ToF32(x[i]) * tensor.F16ToF32(y[i]))
+		sum += float64(tensor.F16ToF32(x[i]) * y[i])
 	}
 	return float32(sum)
 }
@@ -108,18 +112,31 @@ func madF32(y, x []float32, v float32) {
 	}
 }
 
-// madF16 is ggml_vec_mad_f16 on an F16 accumulator: y = f16(x*v + y), fused.
-func madF16(y, x []uint16, v float32) {
+// madF16 is ggml_vec_mad_f16 on an F16 accumulator: y = f16(x*v + y),
+// fused. The accumulator y holds F16 values widened to float32 (every
+// store rounds through F16), which saves converting it back and forth.
+func madF16(y []float32, x []uint16, v float32) {
 	x = x[:len(y)]
 	for i := range y {
-		y[i] = tensor.F32ToF16(fma32(tensor.F16ToF32(x[i]), v, tensor.F16ToF32(y[i])))
+		r := fma32(tensor.F16ToF32(x[i]), v, y[i])
+		if f, ok := tensor.RoundF16Normal(r); ok {
+			y[i] = f
+		} else {
+			y[i] = tensor.RoundF16(r)
+		}
 	}
 }
 
-// scaleF16 is ggml_vec_scale_f16: y = f16(y*v).
-func scaleF16(y []uint16, v float32) {
+// scaleF16 is ggml_vec_scale_f16 on an accumulator of widened F16
+// values: y = f16(y*v).
+func scaleF16(y []float32, v float32) {
 	for i := range y {
-		y[i] = tensor.F32ToF16(tensor.F16ToF32(y[i]) * v)
+		r := y[i] * v
+		if f, ok := tensor.RoundF16Normal(r); ok {
+			y[i] = f
+		} else {
+			y[i] = tensor.RoundF16(r)
+		}
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 // F16ToF32 widens an IEEE binary16 value. Every F16 value is exactly
 // representable in F32. A NaN keeps its sign and payload and comes back quiet
 // (bit 22 set), as ggml's conversion and the F16C/NEON instructions do.
-func F16ToF32(h uint16) float32 { return math.Float32frombits(f16ToF32Bits(h)) }
+// It reads a table of all 65536 codes, built once from f16ToF32Bits.
+func F16ToF32(h uint16) float32 { return f16Table[h] }
 
 func f16ToF32Bits(h uint16) uint32 {
 	sign := uint32(h&0x8000) << 16
@@ -100,7 +101,40 @@ var f16Table = func() *[1 << 16]float32 {
 	return &t
 }()
 
+// RoundF16 returns f after a trip through F16, F16ToF32(F32ToF16(f)), bit
+// for bit: the value an F16 store and load leaves (ggml's F16 activations,
+// KV cache and flash-attention accumulator). In F16's normal range it
+// rounds the F32 bits directly, to nearest with ties to even at the 13th
+// bit; elsewhere (subnormals, overflow, Inf, NaN) it takes the full trip.
+// RoundF16 itself is too large to inline; see RoundF16Normal.
+func RoundF16(f float32) float32 {
+	if r, ok := RoundF16Normal(f); ok {
+		return r
+	}
+	return f16Table[F32ToF16(f)]
+}
+
+// RoundF16Normal is RoundF16's fast path, small enough to inline in a
+// caller's loop: it returns RoundF16(f) and true when f is in F16's normal
+// range, else false (call RoundF16 then).
+func RoundF16Normal(f float32) (float32, bool) {
+	b := math.Float32bits(f)
+	if b&0x7fffffff-0x38800000 >= 0x477ff000-0x38800000 {
+		return 0, false
+	}
+	// The exponent bias difference (0x38000000) has no bits below 13, so
+	// the parity of the F16 mantissa is bit 13 of b. A carry out of the
+	// mantissa moves into the exponent, as in F32ToF16, and stays below
+	// 65520, so it never reaches Inf.
+	return math.Float32frombits((b + 0xfff + (b>>13)&1) &^ 0x1fff), true
+}
+
 // roundF16 and roundBF16 return f after a trip through the narrow format: the
 // value ggml's F16/BF16 dot products see for an activation.
-func roundF16(f float32) float32  { return f16Table[F32ToF16(f)] }
+func roundF16(f float32) float32 {
+	if r, ok := RoundF16Normal(f); ok {
+		return r
+	}
+	return RoundF16(f)
+}
 func roundBF16(f float32) float32 { return BF16ToF32(F32ToBF16(f)) }

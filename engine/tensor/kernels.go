@@ -237,22 +237,6 @@ func dotBF16(w []uint16, x []float32) float32 {
 	return hsum8(a0, a1, a2, a3, a4, a5, a6, a7)
 }
 
-// widenF16 and widenBF16 decode a weight row into dst[:len(w)].
-func widenF16(dst []float32, w []uint16) {
-	dst = dst[:len(w)]
-	tab := f16Table
-	for i, h := range w {
-		dst[i] = tab[h]
-	}
-}
-
-func widenBF16(dst []float32, w []uint16) {
-	dst = dst[:len(w)]
-	for i, h := range w {
-		dst[i] = bf16(h)
-	}
-}
-
 // The Q8_0 lane steps fma(d, isum, acc) use the float64 scheme above: d*isum
 // is exact (24 x 17 bits).
 

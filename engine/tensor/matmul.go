@@ -13,11 +13,12 @@ type mmJob struct {
 	x   []float32 // F32, F16, BF16: the activations the kernels read
 	n   int
 
-	src  []float32 // the caller's activations, while they are converted
-	actF []float32 // F16/BF16: activations rounded to the weight type
-	actQ []q8Act   // Q8_0: activation blocks, vector after vector: actQ[v*nb+b]
-	actP []q8Pair  // Q8_0, n > 1: vectors 2i and 2i+1 packed: actP[i*nb+b]
-	wide [][]float32
+	src   []float32 // the caller's activations, while they are converted
+	actF  []float32 // F16/BF16: activations rounded to the weight type
+	actQ  []q8Act   // Q8_0: activation blocks, vector after vector: actQ[v*nb+b]
+	actP  []q8Pair  // Q8_0, n > 1: vectors 2i and 2i+1 packed: actP[i*nb+b]
+	wide  [][]float32
+	lanes [][]float32 // per worker: one vector, rounded, before it goes lane-major
 
 	rowsFn    func(worker, lo, hi int) // prebound methods, so calls do not allocate
 	convertFn func(worker, lo, hi int)
@@ -25,6 +26,7 @@ type mmJob struct {
 
 func (j *mmJob) init(p *Pool) {
 	j.wide = make([][]float32, p.threads)
+	j.lanes = make([][]float32, p.threads)
 	j.rowsFn = j.rows
 	j.convertFn = j.convert
 }
@@ -72,6 +74,11 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 		j.actF = grow(j.actF, n*m.Cols)
 		j.x = j.actF
 		j.src = x
+		if n > 1 {
+			for w := range j.lanes {
+				j.lanes[w] = grow(j.lanes[w], m.Cols)
+			}
+		}
 		p.parallel(n, 1, j.convertFn)
 	case Q8_0:
 		if cap(j.actQ) < n*m.Cols/q8Block {
@@ -108,6 +115,9 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 		}
 		chunk = max(1, min(chunk, (128<<10)/max(1, rowBytes)))
 		if m.Type == F16 || m.Type == BF16 {
+			if chunk >= 4 {
+				chunk &^= 3 // whole blocks of exactRowsLanes' four rows
+			}
 			for w := range j.wide {
 				j.wide[w] = grow(j.wide[w], chunk*m.Cols)
 			}
@@ -127,20 +137,29 @@ func grow(s []float32, n int) []float32 {
 }
 
 // convert prepares activation vectors [lo,hi) for the weight type.
-func (j *mmJob) convert(_, lo, hi int) {
+func (j *mmJob) convert(worker, lo, hi int) {
 	cols := j.m.Cols
 	for v := lo; v < hi; v++ {
 		src := j.src[v*cols : (v+1)*cols]
 		switch j.m.Type {
-		case F16:
+		case F16, BF16:
+			// One vector is read in order (dotF16, dotBF16); several are
+			// stored lane-major for exactRowsLanes.
 			dst := j.actF[v*cols : (v+1)*cols]
-			for i, f := range src {
-				dst[i] = roundF16(f)
+			if j.n > 1 {
+				dst = j.lanes[worker][:cols]
 			}
-		case BF16:
-			dst := j.actF[v*cols : (v+1)*cols]
-			for i, f := range src {
-				dst[i] = roundBF16(f)
+			if j.m.Type == F16 {
+				for i, f := range src {
+					dst[i] = roundF16(f)
+				}
+			} else {
+				for i, f := range src {
+					dst[i] = roundBF16(f)
+				}
+			}
+			if j.n > 1 {
+				toLanes(j.actF[v*cols:(v+1)*cols], dst)
 			}
 		case Q8_0:
 			for b := 0; b < cols/q8Block; b++ {
@@ -178,11 +197,11 @@ func (j *mmJob) rows(worker, lo, hi int) {
 		}
 		w := j.wide[worker][:len(raw)]
 		if m.Type == F16 {
-			widenF16(w, raw)
+			widenLanesF16(w, raw, cols)
 		} else {
-			widenBF16(w, raw)
+			widenLanesBF16(w, raw, cols)
 		}
-		exactRows(j.dst, w, j.x, lo, hi, cols, rows, n)
+		exactRowsLanes(j.dst, w, j.x, lo, hi, cols, rows, n)
 	case Q8_0:
 		rb, nb := m.rowBytes(), cols/q8Block
 		dst := j.dst
@@ -197,26 +216,6 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			for r := lo; r < hi; r++ {
 				dst[v*rows+r] = dotQ8(m.Data[r*rb:(r+1)*rb], j.actQ[v*nb:(v+1)*nb])
 			}
-		}
-	}
-}
-
-// exactRows computes rows [lo,hi) of a widened F16 or BF16 matrix, whose
-// rows lo..hi-1 are w, for n vectors x: two vectors share each pass over a
-// row.
-func exactRows(dst, w, x []float32, lo, hi, cols, rows, n int) {
-	v := 0
-	for ; v+2 <= n; v += 2 {
-		x0 := x[v*cols : (v+1)*cols]
-		x1 := x[(v+1)*cols : (v+2)*cols]
-		for r := lo; r < hi; r++ {
-			dst[v*rows+r], dst[(v+1)*rows+r] = dot2Exact(w[(r-lo)*cols:(r-lo+1)*cols], x0, x1)
-		}
-	}
-	if v < n {
-		xv := x[v*cols : (v+1)*cols]
-		for r := lo; r < hi; r++ {
-			dst[v*rows+r] = dotExact(w[(r-lo)*cols:(r-lo+1)*cols], xv)
 		}
 	}
 }
