@@ -7,9 +7,9 @@ import (
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
 )
 
-// vocabFromGGUF reads the tokenizer.ggml.* metadata that llama.cpp's
+// VocabFromGGUF reads the tokenizer.ggml.* metadata that llama.cpp's
 // converters write (gguf-py/gguf/constants.py, Keys.Tokenizer).
-func vocabFromGGUF(f *gguf.File) (tokenizer.Vocab, error) {
+func VocabFromGGUF(f *gguf.File) (tokenizer.Vocab, error) {
 	v := tokenizer.Vocab{BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1}
 	var ok bool
 	if v.Model, ok = f.GetString("tokenizer.ggml.model"); !ok {
