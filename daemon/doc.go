@@ -1,5 +1,33 @@
-// Package daemon owns edgellmd's long-lived objects and their lifecycle: the
-// logger, configuration, start order, systemd notification and signals. Other
-// packages never import it; it builds their objects and hands them what they
-// need.
+// Package daemon is `edgellmd serve`: it owns edgellmd's long-lived objects
+// and their lifecycle under systemd. Other packages never import it; it
+// builds their objects and hands them what they need.
+//
+// What it does, in start order (Run):
+//
+//   - config: /etc/edgellmd/edgellmd.yaml (ParseConfig; DefaultConfig when
+//     the default file is absent), decoded strictly: unknown keys, wrong
+//     types and values out of range are ConfigErrors naming file, line and
+//     dotted key; the command line's flags override the file (Options.Override);
+//   - the logger (zerolog; JSON on stdout for journald, console on a
+//     terminal), whose level a reload can change;
+//   - the HTTP listener, or the sockets systemd passes (socket activation);
+//   - the model, memory-mapped (engine.Load), while /health answers 503
+//     "loading model"; then the engine worker (engine.Scheduler.Run), the API
+//     (package web), and READY=1 with a STATUS= line naming the model and the
+//     listen address;
+//   - the systemd watchdog (WATCHDOG_USEC): WATCHDOG=1 every half interval,
+//     only while the engine worker beats, so a stuck worker gets us
+//     restarted; and the Jetson power-mode watch (package power).
+//
+// Signals: SIGHUP reloads the config (Reload: RELOADING=1 + MONOTONIC_USEC,
+// then READY=1); draft, power and log.level apply live, other changed keys
+// are reported as needing a restart, and a bad file leaves the running
+// config in force (LastReload keeps the error). SIGTERM/SIGINT (or the end of
+// Run's context): STOPPING=1, stop accepting, let in-flight requests finish
+// up to api.drain_timeout (a second signal cuts that short), cancel the rest,
+// stop the worker, run the OnStop hooks (the prefix cache persists there),
+// unmap the model, return nil (exit 0).
+//
+// What it is not for: HTTP handlers (web), inference (engine), talking to
+// nvpmodel (power).
 package daemon

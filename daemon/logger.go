@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -22,10 +23,78 @@ const (
 // NewLogger returns the one logger the process passes down. Level is a
 // zerolog level name ("debug", "info", "warn", "error").
 func NewLogger(w io.Writer, format LogFormat, level string) (zerolog.Logger, error) {
+	lvl, err := parseLevel(level)
+	if err != nil {
+		return zerolog.Nop(), err
+	}
+	w, err = formatWriter(w, format)
+	if err != nil {
+		return zerolog.Nop(), err
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+// NewSwitchableLogger is NewLogger whose level can be changed later through
+// the returned LevelSwitch (a config reload), for every copy of the logger
+// already handed out.
+func NewSwitchableLogger(w io.Writer, format LogFormat, level string) (zerolog.Logger, *LevelSwitch, error) {
+	sw := &LevelSwitch{}
+	if err := sw.Set(level); err != nil {
+		return zerolog.Nop(), nil, err
+	}
+	w, err := formatWriter(w, format)
+	if err != nil {
+		return zerolog.Nop(), nil, err
+	}
+	lw, ok := w.(zerolog.LevelWriter)
+	if !ok {
+		lw = zerolog.LevelWriterAdapter{Writer: w}
+	}
+	// The logger itself lets everything through; the writer filters, so a
+	// level change reaches loggers derived before it.
+	log := zerolog.New(levelFilter{w: lw, sw: sw}).Level(zerolog.TraceLevel).With().Timestamp().Logger()
+	return log, sw, nil
+}
+
+// LevelSwitch holds the level a switchable logger writes at.
+type LevelSwitch struct{ level atomic.Int32 }
+
+// Set changes the level ("debug", "info", "warn", "error").
+func (s *LevelSwitch) Set(level string) error {
+	lvl, err := parseLevel(level)
+	if err != nil {
+		return err
+	}
+	s.level.Store(int32(lvl))
+	return nil
+}
+
+// Level is the level in force.
+func (s *LevelSwitch) Level() zerolog.Level { return zerolog.Level(s.level.Load()) }
+
+type levelFilter struct {
+	w  zerolog.LevelWriter
+	sw *LevelSwitch
+}
+
+func (f levelFilter) Write(p []byte) (int, error) { return f.w.Write(p) }
+
+func (f levelFilter) WriteLevel(l zerolog.Level, p []byte) (int, error) {
+	if l < f.sw.Level() && l != zerolog.NoLevel {
+		return len(p), nil
+	}
+	return f.w.WriteLevel(l, p)
+}
+
+func parseLevel(level string) (zerolog.Level, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || level == "" {
-		return zerolog.Nop(), fmt.Errorf("log.level: %q is not one of debug, info, warn, error", level)
+		return zerolog.NoLevel, fmt.Errorf("log.level: %q is not one of debug, info, warn, error", level)
 	}
+	return lvl, nil
+}
+
+func formatWriter(w io.Writer, format LogFormat) (io.Writer, error) {
 	switch format {
 	case LogAuto:
 		if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
@@ -35,10 +104,10 @@ func NewLogger(w io.Writer, format LogFormat, level string) (zerolog.Logger, err
 		}
 	case LogJSON, LogConsole:
 	default:
-		return zerolog.Nop(), fmt.Errorf("log.format: %q is not one of auto, json, console", format)
+		return nil, fmt.Errorf("log.format: %q is not one of auto, json, console", format)
 	}
 	if format == LogConsole {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		return zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}, nil
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	return w, nil
 }

@@ -44,3 +44,36 @@ func TestLoggerBadSettingsNameTheKey(t *testing.T) {
 		t.Fatalf("bad format: %v", err)
 	}
 }
+
+// A level change reaches loggers derived before it (the reload path).
+func TestSwitchableLoggerLevel(t *testing.T) {
+	var buf bytes.Buffer
+	log, sw, err := NewSwitchableLogger(&buf, LogJSON, "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := log.With().Str("component", "web").Logger()
+	child.Debug().Msg("hidden-1")
+	child.Info().Msg("shown-1")
+	if err := sw.Set("warn"); err != nil {
+		t.Fatal(err)
+	}
+	child.Info().Msg("hidden-2")
+	child.Warn().Msg("shown-2")
+	if err := sw.Set("debug"); err != nil {
+		t.Fatal(err)
+	}
+	child.Debug().Msg("shown-3")
+	if err := sw.Set("loud"); err == nil || !strings.Contains(err.Error(), "log.level") {
+		t.Fatalf("bad level: %v", err)
+	}
+	out := buf.String()
+	for _, s := range []string{"shown-1", "shown-2", "shown-3"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("missing %s in %s", s, out)
+		}
+	}
+	if strings.Contains(out, "hidden") {
+		t.Errorf("filtered line written: %s", out)
+	}
+}

@@ -14,15 +14,17 @@ import (
 
 func cmdBench(args []string, stdout io.Writer, log zerolog.Logger) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: bench needs a kind: decode", errUsage)
+		return fmt.Errorf("%w: bench needs a kind: decode, agentic or bfcl", errUsage)
 	}
 	switch args[0] {
 	case "decode":
 		return cmdBenchDecode(args[1:], stdout, log)
 	case "agentic":
-		return fmt.Errorf("bench agentic is not in this build yet")
+		return cmdBenchAgentic(args[1:], stdout, log)
+	case "bfcl":
+		return cmdBenchBFCL(args[1:], stdout, log)
 	}
-	return fmt.Errorf("%w: unknown bench %q (want decode)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown bench %q (want decode, agentic or bfcl)", errUsage, args[0])
 }
 
 // benchLine is one run's JSON line, with the same keys as llama.cpp's

@@ -18,13 +18,16 @@ var version = "dev"
 const usage = `edgellmd: an edge LLM appliance with an OpenAI-compatible endpoint.
 
 Usage:
-  edgellmd run      -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k K] [--top-p P] [--seed 42] [--json] [--ignore-eos]
+  edgellmd serve    [-c /etc/edgellmd/edgellmd.yaml] [--model MODEL.gguf] [--listen 127.0.0.1:8001] [--log-level info] [--check-config]
+  edgellmd run      -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k K] [--top-p P] [--seed 42] [--json] [--ignore-eos] [--special=false]
   edgellmd synth    --arch qwen35 --size tiny|small|bench [--tokenizer tokenizer.json] [--mtp] --seed N -o OUT.gguf
   edgellmd bench    decode -m MODEL.gguf [--prompt-tokens 512] [--gen 128] [--threads 1] [--runs 3] [--json]
+  edgellmd bench    agentic --dataset TRACE.jsonl [--url http://127.0.0.1:8001] [--conversations N] [--turns N] [--out DIR]
+  edgellmd bench    bfcl --dataset FILE [--url http://127.0.0.1:8001] [--limit N]
   edgellmd power    status|pin [--root /] [--mode MAXN] [--jetson-clocks] [--json]
   edgellmd version
 
-Not in this build yet: serve, quantize, convert, bench agentic, update, cache.
+Not in this build yet: quantize, convert, update, cache.
 Run "edgellmd COMMAND -h" for a command's flags.
 `
 
@@ -55,11 +58,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdBench(rest, stdout, log)
 	case "power":
 		err = cmdPower(rest, stdout, log)
+	case "serve":
+		err = cmdServe(rest, stdout, log)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "edgellmd", version)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-	case "serve", "quantize", "convert", "update", "cache":
+	case "quantize", "convert", "update", "cache":
 		fmt.Fprintf(stderr, "edgellmd %s: not in this build yet\n", cmd)
 		return 2
 	default:

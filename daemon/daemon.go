@@ -1,0 +1,631 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	stdlog "log"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/activation"
+	sd "github.com/coreos/go-systemd/v22/daemon"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/tensor"
+	"github.com/edgellmd/edgellmd/power"
+)
+
+// Options say where the daemon's configuration comes from.
+type Options struct {
+	// ConfigPath is the config file. "" means DefaultConfigPath if it
+	// exists (defaults otherwise); a path given here must exist.
+	ConfigPath string
+	// Override applies the command line's flags over the file; it runs after
+	// every load and reload, so flags keep winning.
+	Override func(*Config)
+	// LogOutput receives the log (default os.Stdout: journald under systemd).
+	LogOutput io.Writer
+	// Executable is the running binary's path, for finding the bundled model
+	// beside a relocated install ("" asks os.Executable).
+	Executable string
+}
+
+// Daemon is `edgellmd serve`: it owns the config, the logger, the HTTP
+// listener, the engine and its worker, and their lifecycle under systemd.
+type Daemon struct {
+	opts       Options
+	configPath string // file read at start and on reload
+	explicit   bool   // configPath was given: its absence is an error
+
+	cfg   atomic.Pointer[Config]
+	log   zerolog.Logger
+	level *LevelSwitch
+	sd    notifier
+
+	state      atomic.Int32 // stateLoading, stateReady, stateStopping
+	sched      atomic.Pointer[engine.Scheduler]
+	handler    atomic.Pointer[handlerBox]
+	powerCtl   atomic.Pointer[power.Controller]
+	status     atomic.Pointer[string] // the STATUS= line in force
+	reloadMu   sync.Mutex             // one reload at a time
+	lastReload atomic.Pointer[ReloadStatus]
+	powerKick  chan struct{} // power settings changed: restart the power watch
+
+	hooksMu sync.Mutex
+	hooks   []stopHook
+
+	// Set by this package's tests only.
+	newHandler func(handlerOptions) (http.Handler, error)
+	beforeLoad func()
+	wrap       func(http.Handler) http.Handler
+}
+
+const (
+	stateLoading int32 = iota
+	stateReady
+	stateStopping
+)
+
+type handlerBox struct{ h http.Handler }
+
+type stopHook struct {
+	name string
+	fn   func(context.Context) error
+}
+
+// ReloadStatus is the outcome of the last configuration reload, for the
+// status page and /health details.
+type ReloadStatus struct {
+	At time.Time `json:"at"`
+	// Err is why the file was refused ("" when it was applied); the running
+	// configuration stays as it was.
+	Err string `json:"error,omitempty"`
+	// Applied lists the keys whose new values took effect.
+	Applied []string `json:"applied,omitempty"`
+	// RestartRequired lists changed keys that only a restart applies.
+	RestartRequired []string `json:"restart_required,omitempty"`
+}
+
+// New reads the configuration and sets up the logger. Nothing is listened
+// on or loaded until Run. A config problem is returned naming the file, line
+// and key.
+func New(opts Options) (*Daemon, error) { return newDaemon(opts, DefaultConfigPath) }
+
+func newDaemon(opts Options, defaultPath string) (*Daemon, error) {
+	d := &Daemon{opts: opts, configPath: opts.ConfigPath, explicit: opts.ConfigPath != "", powerKick: make(chan struct{}, 1)}
+	if d.configPath == "" {
+		d.configPath = defaultPath
+	}
+	if d.opts.LogOutput == nil {
+		d.opts.LogOutput = os.Stdout
+	}
+	cfg, fromFile, err := d.readConfig()
+	if err != nil {
+		return nil, err
+	}
+	log, level, err := NewSwitchableLogger(d.opts.LogOutput, cfg.Log.Format, cfg.Log.Level)
+	if err != nil {
+		return nil, err
+	}
+	d.log, d.level = log, level
+	d.sd = notifier{log: log}
+	d.cfg.Store(&cfg)
+	if fromFile {
+		log.Info().Str("config", d.configPath).Msg("config loaded")
+	} else {
+		log.Info().Str("config", d.configPath).Msg("no config file: using defaults and flags")
+	}
+	return d, nil
+}
+
+// readConfig reads the file (or the defaults when the default file is
+// absent), applies the flags and validates.
+func (d *Daemon) readConfig() (Config, bool, error) {
+	cfg, err := LoadConfig(d.configPath)
+	fromFile := err == nil
+	if errors.Is(err, fs.ErrNotExist) && !d.explicit {
+		cfg, err = DefaultConfig(), nil
+	}
+	if err != nil {
+		return Config{}, false, err
+	}
+	if d.opts.Override != nil {
+		d.opts.Override(&cfg)
+		if err := cfg.Validate(); err != nil {
+			return Config{}, false, fmt.Errorf("after command-line flags: %w", err)
+		}
+	}
+	return cfg, fromFile, nil
+}
+
+// Config returns a copy of the configuration in force.
+func (d *Daemon) Config() Config {
+	c := *d.cfg.Load()
+	c.Draft.Drafters = slices.Clone(c.Draft.Drafters)
+	return c
+}
+
+// LastReload is the outcome of the last reload; nil before the first.
+func (d *Daemon) LastReload() *ReloadStatus { return d.lastReload.Load() }
+
+// Power is the power-mode controller, nil until the power watch started.
+func (d *Daemon) Power() *power.Controller { return d.powerCtl.Load() }
+
+// OnStop registers fn to run once on stop, after in-flight requests have
+// finished and the engine worker has stopped, before the model is unmapped
+// (the prefix cache persists itself here). Hooks run in the order
+// registered; an error is logged and does not stop the others.
+func (d *Daemon) OnStop(name string, fn func(context.Context) error) {
+	d.hooksMu.Lock()
+	defer d.hooksMu.Unlock()
+	d.hooks = append(d.hooks, stopHook{name, fn})
+}
+
+// Ready says the model is loaded and requests are being served.
+func (d *Daemon) Ready() bool { return d.state.Load() == stateReady }
+
+// Run serves until ctx ends or signals delivers SIGTERM or SIGINT (SIGHUP
+// reloads the configuration), then drains and returns nil; an error is a
+// failed start (listener, model) or a listener that died.
+//
+// Start order: listener (a systemd socket-activated one if passed), then the
+// model loads while /health answers 503 "loading model", then READY=1.
+func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
+	cfg := d.Config()
+	lns, err := d.listeners(cfg.Listen)
+	if err != nil {
+		return err
+	}
+	addrs := make([]string, len(lns))
+	for i, ln := range lns {
+		addrs[i] = "http://" + ln.Addr().String()
+	}
+	d.log.Info().Strs("listen", addrs).Msg("listening")
+
+	reqCtx, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(d.serveHTTP),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		ErrorLog:          stdlog.New(warnWriter{d.log}, "", 0),
+	}
+
+	// Every goroutine below is waited for before Run returns. Stopping is
+	// driven by the loop below, not by the group's context.
+	var g errgroup.Group
+	serveErr := make(chan error, len(lns))
+	for _, ln := range lns {
+		g.Go(func() error {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				serveErr <- fmt.Errorf("serve %s: %w", ln.Addr(), err)
+			}
+			return nil
+		})
+	}
+	bgCtx, stopBackground := context.WithCancel(context.Background())
+	defer stopBackground()
+	if interval, err := sd.SdWatchdogEnabled(false); err != nil {
+		d.log.Warn().Err(err).Msg("systemd watchdog settings unreadable: watchdog off")
+	} else if interval > 0 {
+		d.log.Info().Dur("interval", interval).Msg("systemd watchdog on")
+		g.Go(func() error {
+			watchdog(bgCtx, interval, func(now time.Time) bool { return d.alive(now, interval) },
+				func() { d.sd.send(sd.SdNotifyWatchdog) }, d.log)
+			return nil
+		})
+	}
+	g.Go(func() error { d.watchPower(bgCtx); return nil })
+
+	modelPath, err := findModel(cfg.Model.Path, BundledModelPaths(d.executable()))
+	name := servedName(cfg.Model.Name, modelPath)
+	loaded := make(chan loadResult, 1)
+	if err != nil {
+		loaded <- loadResult{err: err}
+	} else {
+		d.setStatus(fmt.Sprintf("loading model %s (%s); listening at %s", name, modelPath, strings.Join(addrs, ", ")))
+		g.Go(func() error {
+			if d.beforeLoad != nil {
+				d.beforeLoad()
+			}
+			loaded <- d.load(cfg, modelPath, name)
+			return nil
+		})
+	}
+
+	workerCtx, stopWorker := context.WithCancel(context.Background())
+	defer stopWorker()
+	var eng *engine.Engine
+	var runErr error
+	loading := true
+loop:
+	for {
+		select {
+		case res := <-loaded:
+			loading = false
+			if res.err != nil {
+				runErr = res.err
+				break loop
+			}
+			eng = res.eng
+			g.Go(func() error { res.sched.Run(workerCtx); return nil })
+			d.sched.Store(res.sched)
+			d.handler.Store(&handlerBox{res.handler})
+			d.state.Store(stateReady)
+			d.log.Info().Str("model", name).Str("path", modelPath).Strs("listen", addrs).Msg("ready")
+			d.setStatus(fmt.Sprintf("serving %s (%s) at %s", name, modelPath, strings.Join(addrs, ", ")), sd.SdNotifyReady)
+		case sig := <-signals:
+			if sig == syscall.SIGHUP {
+				_ = d.Reload() // logged and kept for the status page
+				continue
+			}
+			d.log.Info().Str("signal", sig.String()).Msg("stopping")
+			break loop
+		case <-ctx.Done():
+			d.log.Info().Msg("stopping")
+			break loop
+		case err := <-serveErr:
+			runErr = err
+			break loop
+		}
+	}
+
+	d.state.Store(stateStopping)
+	d.sd.send(sd.SdNotifyStopping, "STATUS=stopping: draining requests")
+	d.drain(srv, d.Config().API.DrainTimeout.D(), signals, cancelRequests)
+	stopWorker()
+	stopBackground()
+	_ = g.Wait()
+	if loading { // stopped while the model was loading: the loader has finished now
+		if res := <-loaded; res.eng != nil {
+			eng = res.eng
+		}
+	}
+	d.runStopHooks()
+	if eng != nil {
+		if err := eng.Close(); err != nil {
+			d.log.Warn().Err(err).Msg("closing the model")
+		}
+	}
+	if runErr != nil {
+		d.log.Error().Err(runErr).Msg("stopped on error")
+		return runErr
+	}
+	d.log.Info().Msg("stopped")
+	return nil
+}
+
+// drain stops accepting connections and lets in-flight requests finish for
+// up to timeout, or until a second SIGTERM/SIGINT; then it cancels them
+// (their generations stop within one decode step) and closes what is left.
+func (d *Daemon) drain(srv *http.Server, timeout time.Duration, signals <-chan os.Signal, cancelRequests context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	watched := make(chan struct{})
+	go func() { // owned: drain waits for it below
+		defer close(watched)
+		for {
+			select {
+			case sig := <-signals:
+				if sig != syscall.SIGHUP {
+					d.log.Warn().Str("signal", sig.String()).Msg("second stop signal: not waiting for requests")
+					cancel()
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	err := srv.Shutdown(ctx)
+	cancel()
+	<-watched
+	if err == nil {
+		return
+	}
+	d.log.Warn().Dur("drain_timeout", timeout).Msg("requests still running at the drain deadline: cancelling them")
+	cancelRequests()
+	grace, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := srv.Shutdown(grace); err != nil {
+		srv.Close()
+	}
+}
+
+func (d *Daemon) runStopHooks() {
+	d.hooksMu.Lock()
+	hooks := slices.Clone(d.hooks)
+	d.hooksMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), stopHookTimeout)
+	defer cancel()
+	for _, h := range hooks {
+		t0 := time.Now()
+		if err := h.fn(ctx); err != nil {
+			d.log.Error().Err(err).Str("hook", h.name).Msg("stop hook failed")
+			continue
+		}
+		d.log.Info().Str("hook", h.name).Dur("took", time.Since(t0)).Msg("stop hook done")
+	}
+}
+
+// stopHookTimeout bounds all stop hooks together (systemd's TimeoutStopSec
+// must leave room for the drain plus this).
+const stopHookTimeout = 30 * time.Second
+
+type loadResult struct {
+	eng     *engine.Engine
+	sched   *engine.Scheduler
+	handler http.Handler
+	err     error
+}
+
+// load maps the model and builds the scheduler and the HTTP handler. The
+// worker is started by Run.
+func (d *Daemon) load(cfg Config, path, name string) loadResult {
+	kv := tensor.F16
+	if cfg.Model.KVType == "f32" {
+		kv = tensor.F32
+	}
+	t0 := time.Now()
+	eng, err := engine.Load(path, engine.Options{Threads: cfg.Model.Threads, KVType: kv, ContextLen: cfg.Model.ContextLength, Log: d.log})
+	if err != nil {
+		return loadResult{err: fmt.Errorf("model.path: %w", err)}
+	}
+	v := eng.Tokenizer().Vocab()
+	tpl, err := chat.NewTemplate(v.ChatTemplate, tokenText(v.Tokens, v.BOS), tokenText(v.Tokens, v.EOS))
+	if err != nil {
+		eng.Close()
+		return loadResult{err: fmt.Errorf("%s: %w", path, err)}
+	}
+	sched := engine.NewScheduler(eng, cfg.API.QueueDepth)
+	newHandler := d.newHandler
+	if newHandler == nil {
+		newHandler = newWebHandler
+	}
+	h, err := newHandler(handlerOptions{
+		Scheduler:      sched,
+		ModelName:      name,
+		ModelPath:      path,
+		Template:       tpl,
+		APIKey:         cfg.API.Key,
+		MaxBodyBytes:   int64(cfg.API.MaxBodyBytes),
+		RequestTimeout: cfg.API.RequestTimeout.D(),
+		Log:            d.log,
+		// Requests that passed serveHTTP's gate before a stop began are
+		// served to the end: the API handler only exists once loaded.
+		Ready: func() bool { return d.state.Load() != stateLoading },
+	})
+	if err != nil {
+		eng.Close()
+		return loadResult{err: fmt.Errorf("http handler: %w", err)}
+	}
+	if d.wrap != nil {
+		h = d.wrap(h)
+	}
+	d.log.Info().Str("model", name).Dur("took", time.Since(t0)).Msg("model mapped")
+	return loadResult{eng: eng, sched: sched, handler: h}
+}
+
+func tokenText(tokens []string, id int32) string {
+	if id < 0 || int(id) >= len(tokens) {
+		return ""
+	}
+	return tokens[id]
+}
+
+// handlerOptions is what the HTTP API is built from.
+type handlerOptions struct {
+	Scheduler      *engine.Scheduler
+	ModelName      string
+	ModelPath      string
+	Template       *chat.Template
+	APIKey         string
+	MaxBodyBytes   int64
+	RequestTimeout time.Duration
+	Log            zerolog.Logger
+	Ready          func() bool
+}
+
+// serveHTTP answers for the daemon while it is not serving (loading,
+// stopping) and hands everything else to the API handler.
+func (d *Daemon) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	st := d.state.Load()
+	if h := d.handler.Load(); st == stateReady && h != nil {
+		h.h.ServeHTTP(w, r)
+		return
+	}
+	status, retry := "loading model", "5"
+	if st == stateStopping {
+		status, retry = "stopping", ""
+		w.Header().Set("Connection", "close")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if retry != "" {
+		w.Header().Set("Retry-After", retry)
+	}
+	w.WriteHeader(http.StatusServiceUnavailable)
+	if r.URL.Path == "/health" {
+		fmt.Fprintf(w, "{\"status\":%q}\n", status)
+		return
+	}
+	fmt.Fprintf(w, "{\"error\":{\"message\":\"edgellmd is %s\",\"type\":\"server_error\",\"param\":null,\"code\":\"unavailable\"}}\n", status)
+}
+
+// alive says whether the watchdog may ping: while loading (systemd's start
+// timeout covers a stuck load) and stopping, always; while serving, only
+// if the engine worker showed a sign of life within the watchdog interval
+// (at least minBeatAge: an idle worker beats once a second).
+func (d *Daemon) alive(now time.Time, interval time.Duration) bool {
+	s := d.sched.Load()
+	if d.state.Load() != stateReady || s == nil {
+		return true
+	}
+	return now.Sub(s.LastBeat()) < max(interval, minBeatAge)
+}
+
+// minBeatAge is the least time without a worker beat that counts as stuck.
+const minBeatAge = 3 * time.Second
+
+// listeners returns the sockets systemd passed (socket activation), or a
+// new one on addr.
+func (d *Daemon) listeners(addr string) ([]net.Listener, error) {
+	passed, err := activation.Listeners()
+	if err != nil {
+		return nil, fmt.Errorf("systemd socket activation: %w", err)
+	}
+	var lns []net.Listener
+	for _, ln := range passed {
+		if ln != nil {
+			lns = append(lns, ln)
+		}
+	}
+	if len(lns) > 0 {
+		d.log.Info().Int("sockets", len(lns)).Str("listen", addr).Msg("using systemd's sockets; the listen setting is not used")
+		return lns, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return []net.Listener{ln}, nil
+}
+
+func (d *Daemon) executable() string {
+	if d.opts.Executable != "" {
+		return d.opts.Executable
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return exe
+}
+
+// setStatus sets the STATUS= line systemctl status shows, sending it with
+// the other lines given (READY=1) in one message.
+func (d *Daemon) setStatus(s string, with ...string) {
+	d.status.Store(&s)
+	d.sd.send(append(with, "STATUS="+s)...)
+}
+
+// Reload re-reads the config file and applies what can change live: draft,
+// power and log.level. A file with an error leaves the running config in
+// place; the error (naming the key) is logged, returned and kept in
+// LastReload. Changed keys that need a restart (listen, model, cache, api,
+// log.format) are reported, not applied. SIGHUP and the config-file watcher
+// both come here; reloads are serialised.
+func (d *Daemon) Reload() error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	notify := d.state.Load() == stateReady // READY=1 before startup finished would end it early
+	if notify {
+		d.sd.send(reloading()...)
+	}
+	st := &ReloadStatus{At: time.Now()}
+	next, _, err := d.readConfig()
+	if err != nil {
+		st.Err = err.Error()
+		d.lastReload.Store(st)
+		d.log.Error().Err(err).Msg("config reload refused: the running config stays in force")
+		if notify {
+			d.sd.send(sd.SdNotifyReady, "STATUS="+*d.status.Load()+"; config reload failed: "+firstLine(st.Err))
+		}
+		return err
+	}
+	cur := d.Config()
+	applied := cur
+	for _, key := range configDiff(cur, next) {
+		if reloadable(key) {
+			st.Applied = append(st.Applied, key)
+		} else {
+			st.RestartRequired = append(st.RestartRequired, key)
+		}
+	}
+	applied.Draft = next.Draft
+	applied.Power = next.Power
+	applied.Log.Level = next.Log.Level
+	d.cfg.Store(&applied)
+	if applied.Log.Level != cur.Log.Level {
+		_ = d.level.Set(applied.Log.Level) // validated
+	}
+	if applied.Power != cur.Power {
+		select {
+		case d.powerKick <- struct{}{}:
+		default:
+		}
+	}
+	d.lastReload.Store(st)
+	ev := d.log.Info()
+	if len(st.RestartRequired) > 0 {
+		ev = d.log.Warn()
+	}
+	ev.Strs("applied", st.Applied).Strs("restart_required", st.RestartRequired).Msg("config reloaded")
+	if notify {
+		d.sd.send(sd.SdNotifyReady, "STATUS="+*d.status.Load())
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// reloadable says whether a changed key takes effect without a restart.
+func reloadable(key string) bool {
+	return strings.HasPrefix(key, "draft.") || strings.HasPrefix(key, "power.") || key == "log.level"
+}
+
+// watchPower runs the power-mode watch with the power settings in force,
+// restarting it when a reload changes them, until ctx ends.
+func (d *Daemon) watchPower(ctx context.Context) {
+	for {
+		pc := d.Config().Power
+		ctl, err := power.New(power.Options{Mode: pc.Pin, JetsonClocks: pc.JetsonClocks, Repin: pc.Repin, Logger: d.log})
+		done := make(chan struct{})
+		wctx, cancel := context.WithCancel(ctx)
+		if err != nil {
+			d.log.Warn().Err(err).Msg("power mode watch off")
+			close(done)
+		} else {
+			d.powerCtl.Store(ctl)
+			go func() {
+				defer close(done)
+				if err := ctl.Watch(wctx, pc.CheckInterval.D()); err != nil {
+					d.log.Warn().Err(err).Msg("power mode watch stopped")
+				}
+			}()
+		}
+		select {
+		case <-ctx.Done():
+			cancel()
+			<-done
+			return
+		case <-d.powerKick:
+			cancel()
+			<-done
+		}
+	}
+}
+
+// warnWriter turns net/http's log lines into zerolog warnings.
+type warnWriter struct{ log zerolog.Logger }
+
+func (w warnWriter) Write(p []byte) (int, error) {
+	w.log.Warn().Str("component", "http").Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

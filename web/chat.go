@@ -1,0 +1,328 @@
+package web
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+
+	"github.com/edgellmd/edgellmd/engine/chat"
+)
+
+// OpenAI's chat completion objects, as far as this server fills them.
+
+type chatCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   usage        `json:"usage"`
+}
+
+type chatChoice struct {
+	Index        int             `json:"index"`
+	Message      responseMessage `json:"message"`
+	Logprobs     *struct{}       `json:"logprobs"`
+	FinishReason string          `json:"finish_reason"`
+}
+
+type responseMessage struct {
+	Role             string             `json:"role"`
+	Content          *string            `json:"content"`
+	ReasoningContent *string            `json:"reasoning_content,omitempty"`
+	ToolCalls        []responseToolCall `json:"tool_calls,omitempty"`
+}
+
+type responseToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type usage struct {
+	PromptTokens        int                 `json:"prompt_tokens"`
+	CompletionTokens    int                 `json:"completion_tokens"`
+	TotalTokens         int                 `json:"total_tokens"`
+	PromptTokensDetails promptTokensDetails `json:"prompt_tokens_details"`
+}
+
+type promptTokensDetails struct {
+	// CachedTokens is 0 until the engine reuses cached prefixes.
+	CachedTokens int `json:"cached_tokens"`
+}
+
+func newUsage(o genOutcome) usage {
+	return usage{PromptTokens: o.promptTokens, CompletionTokens: o.outputTokens, TotalTokens: o.promptTokens + o.outputTokens}
+}
+
+type chatChunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usage        `json:"usage,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int        `json:"index"`
+	Delta        chunkDelta `json:"delta"`
+	Logprobs     *struct{}  `json:"logprobs"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+type chunkDelta struct {
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallChunk `json:"tool_calls,omitempty"`
+}
+
+type toolCallChunk struct {
+	Index    int               `json:"index"`
+	ID       string            `json:"id,omitempty"`
+	Type     string            `json:"type,omitempty"`
+	Function toolFunctionChunk `json:"function"`
+}
+
+type toolFunctionChunk struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// chunkDeltaOf is the wire form of one parsed delta. A call's first delta
+// carries its id, type and name (arguments ""), later ones its argument
+// fragments.
+func chunkDeltaOf(d chat.Delta) chunkDelta {
+	switch {
+	case d.ToolCall != nil:
+		tc := toolCallChunk{Index: d.ToolCall.Index, Function: toolFunctionChunk{Name: d.ToolCall.Name, Arguments: d.ToolCall.Arguments}}
+		if d.ToolCall.ID != "" {
+			tc.ID, tc.Type = d.ToolCall.ID, "function"
+		}
+		return chunkDelta{ToolCalls: []toolCallChunk{tc}}
+	case d.Reasoning != "":
+		return chunkDelta{ReasoningContent: &d.Reasoning}
+	}
+	return chunkDelta{Content: &d.Content}
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	rec := recordOf(r.Context())
+	rec.generation = true
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	p, err := decodeChatRequest(body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	rec.model, rec.stream, rec.ignored = p.Model, p.Stream, p.Ignored
+	if !s.servesModel(p.Model) {
+		writeError(w, r, modelNotFound(p.Model))
+		return
+	}
+	plan, err := s.chatPlan(p)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	rec.promptTokens = len(plan.prompt)
+	ctx, cancel := s.requestContext(r)
+	defer cancel()
+	r = r.WithContext(ctx)
+	id := "chatcmpl-" + randomHex(12)
+	if p.Stream {
+		s.streamChat(w, r, id, p, plan)
+		return
+	}
+	var deltas []chat.Delta
+	out, err := s.generate(ctx, plan, func(ds []chat.Delta) { deltas = append(deltas, ds...) })
+	s.recordOutcome(rec, out)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	msg := chat.Assemble(deltas)
+	finish := finishReason(out.finish, len(msg.ToolCalls) > 0)
+	rec.finish = finish
+	rm := responseMessage{Role: "assistant", ReasoningContent: msg.ReasoningContent}
+	if msg.Content.Text != "" || len(msg.ToolCalls) == 0 {
+		rm.Content = &msg.Content.Text
+	}
+	for _, tc := range msg.ToolCalls {
+		rm.ToolCalls = append(rm.ToolCalls, responseToolCall{ID: tc.ID, Type: "function",
+			Function: functionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+	}
+	writeJSON(w, http.StatusOK, chatCompletion{
+		ID: id, Object: "chat.completion", Created: rec.start.Unix(), Model: s.opt.ModelName,
+		Choices: []chatChoice{{Message: rm, FinishReason: finish}},
+		Usage:   newUsage(out),
+	})
+}
+
+// finishReason is OpenAI's: "tool_calls" when the answer holds calls and
+// was not cut by the token limit.
+func finishReason(engineFinish string, calls bool) string {
+	if calls && engineFinish != "length" {
+		return "tool_calls"
+	}
+	if engineFinish == "" {
+		return "stop"
+	}
+	return engineFinish
+}
+
+func (s *Server) recordOutcome(rec *record, out genOutcome) {
+	rec.promptTokens = out.promptTokens
+	rec.outputTokens = out.outputTokens
+	rec.finish = out.finish
+	if out.timedTokens > 0 {
+		rec.ttft = out.firstToken.Sub(rec.start)
+	}
+	rec.tpot = out.tpot()
+}
+
+// streamChat streams a chat completion: a role chunk, a chunk per delta,
+// a finish chunk, the usage chunk when asked for, [DONE].
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, id string, p *chatParams, plan *genPlan) {
+	created := recordOf(r.Context()).start.Unix()
+	chunk := func(d chunkDelta, finish *string) chatChunk {
+		return chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opt.ModelName,
+			Choices: []chunkChoice{{Delta: d, FinishReason: finish}}}
+	}
+	calls := false
+	s.stream(w, r, plan, streamFormat{
+		first: func() any {
+			empty := ""
+			return chunk(chunkDelta{Role: "assistant", Content: &empty}, nil)
+		},
+		delta: func(d chat.Delta) any {
+			calls = calls || d.ToolCall != nil
+			return chunk(chunkDeltaOf(d), nil)
+		},
+		end: func(out genOutcome) (string, []any) {
+			finish := finishReason(out.finish, calls)
+			last := []any{chunk(chunkDelta{}, &finish)}
+			if p.IncludeUsage {
+				u := newUsage(out)
+				last = append(last, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opt.ModelName,
+					Choices: []chunkChoice{}, Usage: &u})
+			}
+			return finish, last
+		},
+	})
+}
+
+// chatPlan renders and tokenizes the prompt and sets up the output side.
+func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
+	promptText, err := s.tpl.Render(p.Chat)
+	if err != nil {
+		return nil, badRequest("messages", "%v", err)
+	}
+	plan, err := s.newPlan(promptText, nil, p.genParams)
+	if err != nil {
+		return nil, err
+	}
+	reasoningOpen := chat.ReasoningOpen(promptText)
+	hasTools := len(p.Chat.Tools) > 0
+	parse := hasTools && p.ToolChoice != toolNone
+	if parse {
+		plan.split = chat.NewParser(p.Chat.Tools, chat.ParserOptions{StartInReasoning: reasoningOpen, IDPrefix: "call_" + randomHex(4) + "_"})
+	} else {
+		plan.split = newReasoningSplitter(reasoningOpen)
+	}
+	switch p.ToolChoice {
+	case toolNone:
+		if hasTools && s.canForce {
+			// The tools stay in the prompt (as llama.cpp and vLLM keep
+			// them, and the prompt cache wants); a call the model starts
+			// anyway ends the answer instead of leaking markup.
+			plan.stops = append(plan.stops, stopString{text: strings.TrimSpace(s.markup.open)})
+		}
+	case toolRequired, toolNamed:
+		if !s.canForce {
+			return nil, badRequest("tool_choice", "tool_choice %q cannot be honoured: this model's chat template writes no tool-call markup", toolChoiceName(p))
+		}
+		plan.force = s.markup.prefix(p.ToolName)
+		plan.reasoningOpen = reasoningOpen
+		plan.mayReason = reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), thinkClose))
+		plan.afterReasoning = s.markup.afterReasoning
+	}
+	if parse && (!p.ParallelToolCalls || p.ToolChoice == toolNamed) {
+		// One call at most: the generation ends after the first call's
+		// closing tag (kept, so the parser sees the call complete).
+		plan.stops = append(plan.stops, stopString{text: "</tool_call>", keep: true})
+	}
+	return plan, nil
+}
+
+func toolChoiceName(p *chatParams) string {
+	if p.ToolChoice == toolNamed {
+		return "function " + p.ToolName
+	}
+	return "required"
+}
+
+// newPlan tokenizes a prompt (text, or the given ids) and applies the
+// generation settings.
+func (s *Server) newPlan(text string, ids []int32, g genParams) (*genPlan, error) {
+	if ids == nil {
+		ids = s.encodePrompt(text)
+	}
+	if len(ids) == 0 {
+		return nil, badRequest("prompt", "the prompt is empty")
+	}
+	if len(ids) >= s.ctxLen {
+		return nil, contextLengthExceeded(len(ids), s.ctxLen)
+	}
+	plan := &genPlan{prompt: ids, maxTokens: g.MaxTokens, sample: g.Sample, ignoreEOS: g.IgnoreEOS}
+	if !g.SeedGiven {
+		plan.sample.Seed = rand.Uint64()
+	}
+	for _, st := range g.Stop {
+		plan.stops = append(plan.stops, stopString{text: st})
+	}
+	return plan, nil
+}
+
+// encodePrompt tokenizes prompt text, special tokens written in it
+// included, with BOS first when the model wants one and the text does not
+// already start with it (templates that write bos_token themselves).
+func (s *Server) encodePrompt(text string) []int32 {
+	ids := s.tok.Encode(text, false, true)
+	v := s.tok.Vocab()
+	if v.AddBOS && v.BOS >= 0 && (s.bosText == "" || !strings.HasPrefix(text, s.bosText)) {
+		ids = append([]int32{v.BOS}, ids...)
+	}
+	return ids
+}
+
+// servesModel reports whether a request's "model" names this server's.
+func (s *Server) servesModel(name string) bool {
+	return name == "" || name == s.opt.ModelName || (s.opt.ModelPath != "" && name == s.opt.ModelPath)
+}
+
+func (s *Server) requestContext(r *http.Request) (context.Context, context.CancelFunc) {
+	if s.opt.RequestTimeout > 0 {
+		return context.WithTimeoutCause(r.Context(), s.opt.RequestTimeout, errRequestTimeout)
+	}
+	return context.WithCancel(r.Context())
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	crand.Read(b)
+	return hex.EncodeToString(b)
+}

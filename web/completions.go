@@ -1,0 +1,103 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/edgellmd/edgellmd/engine/chat"
+)
+
+type textCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []textChoice `json:"choices"`
+	Usage   *usage       `json:"usage,omitempty"`
+}
+
+type textChoice struct {
+	Text         string    `json:"text"`
+	Index        int       `json:"index"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	rec := recordOf(r.Context())
+	rec.generation = true
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	p, err := decodeCompletionRequest(body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	rec.model, rec.stream, rec.ignored = p.Model, p.Stream, p.Ignored
+	if !s.servesModel(p.Model) {
+		writeError(w, r, modelNotFound(p.Model))
+		return
+	}
+	var ids []int32
+	if p.IsTokens {
+		ids = append([]int32{}, p.PromptTokens...)
+		n := len(s.tok.Vocab().Tokens)
+		for i, id := range ids {
+			if id < 0 || int(id) >= n {
+				writeError(w, r, badRequest("prompt", "prompt[%d]: token %d is outside the vocabulary of %d tokens", i, id, n))
+				return
+			}
+		}
+	}
+	plan, err := s.newPlan(p.PromptText, ids, p.genParams)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	plan.split = plainText{}
+	rec.promptTokens = len(plan.prompt)
+	ctx, cancel := s.requestContext(r)
+	defer cancel()
+	r = r.WithContext(ctx)
+	id := "cmpl-" + randomHex(12)
+	created := rec.start.Unix()
+	chunk := func(text string, finish *string) textCompletion {
+		return textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.opt.ModelName,
+			Choices: []textChoice{{Text: text, FinishReason: finish}}}
+	}
+	if p.Stream {
+		s.stream(w, r, plan, streamFormat{
+			delta: func(d chat.Delta) any { return chunk(d.Content, nil) },
+			end: func(out genOutcome) (string, []any) {
+				finish := finishReason(out.finish, false)
+				last := []any{chunk("", &finish)}
+				if p.IncludeUsage {
+					u := newUsage(out)
+					last = append(last, textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.opt.ModelName,
+						Choices: []textChoice{}, Usage: &u})
+				}
+				return finish, last
+			},
+		})
+		return
+	}
+	var text []byte
+	out, err := s.generate(ctx, plan, func(ds []chat.Delta) {
+		for _, d := range ds {
+			text = append(text, d.Content...)
+		}
+	})
+	s.recordOutcome(rec, out)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	finish := finishReason(out.finish, false)
+	rec.finish = finish
+	res := chunk(string(text), &finish)
+	u := newUsage(out)
+	res.Usage = &u
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,28 @@
+// Package web is edgellmd's HTTP face: an OpenAI-compatible API
+// (/v1/models, /v1/chat/completions, /v1/completions, with server-sent
+// events when streamed) and llama.cpp server's extras (/health, /tokenize,
+// /detokenize, /apply-template), on a gorilla/mux router.
+//
+//	srv, err := web.New(web.Options{Scheduler: sched, ModelName: "qwen3.6-27b", Log: log})
+//	httpServer := &http.Server{Addr: "127.0.0.1:8001", Handler: srv}
+//
+// A chat request flows: decode and validate the JSON body → render the
+// model's chat template (engine/chat) → tokenize → engine.Scheduler.Submit,
+// which runs it on the one engine worker behind a bounded queue → each
+// token's bytes are joined into whole UTF-8 characters, cut at stop
+// strings, and split by engine/chat's incremental parser into content,
+// reasoning and tool-call deltas → SSE chunks (or one JSON response).
+// The text work runs inside the engine's emit callback, so a stop string
+// ends the generation at the token that completes it; writing to the
+// client happens on the handler's goroutine, so a slow client never stalls
+// the engine worker.
+//
+// Every request gets one zerolog line (request id, X-Session-ID, token
+// counts, TTFT, TPOT, finish reason, status); errors use OpenAI's shape
+// {"error":{"message","type","param","code"}}; panics become a 500 and a
+// log line.
+//
+// What it is not for: loading models, config, signals and the listener's
+// lifecycle (daemon), or anything inside the engine. It never imports
+// daemon.
+package web

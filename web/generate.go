@@ -1,0 +1,229 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/sample"
+)
+
+// tokenSource runs one generation and calls emit for each output token, as
+// engine.Scheduler.Submit does (the production source). Tests give a
+// scripted source to stream known token sequences through the real
+// handlers.
+type tokenSource func(ctx context.Context, req engine.Request, emit func(engine.Token) error) (engine.Result, error)
+
+// genPlan is one request's generation, ready to run.
+type genPlan struct {
+	prompt    []int32
+	maxTokens int // 0: until end of generation or the context is full
+	sample    sample.Params
+	ignoreEOS bool
+	stops     []stopString
+	split     splitter
+
+	// force is markup the answer must begin with (tool_choice "required"
+	// or a named function). With mayReason the model first writes its
+	// reasoning freely, and force follows "</think>" + afterReasoning.
+	force          string
+	mayReason      bool
+	reasoningOpen  bool // the prompt ends inside <think>
+	afterReasoning string
+}
+
+// genOutcome summarises a generation for the response and the log line.
+type genOutcome struct {
+	promptTokens int
+	outputTokens int    // generated tokens, plus forced markup tokens
+	finish       string // "stop" or "length"; the caller turns "stop" into "tool_calls"
+	firstToken   time.Time
+	lastToken    time.Time
+	timedTokens  int // tokens between firstToken and lastToken, inclusive
+}
+
+func (o *genOutcome) tokenArrived() {
+	now := time.Now()
+	if o.timedTokens == 0 {
+		o.firstToken = now
+	}
+	o.lastToken = now
+	o.timedTokens++
+}
+
+// tpot is the mean time per output token after the first.
+func (o *genOutcome) tpot() time.Duration {
+	if o.timedTokens < 2 {
+		return 0
+	}
+	return o.lastToken.Sub(o.firstToken) / time.Duration(o.timedTokens-1)
+}
+
+// errEmitPanic is returned to the engine when the text pipeline panicked
+// inside the emit callback, which runs on the engine worker's goroutine.
+var errEmitPanic = errors.New("internal error in the output pipeline")
+
+// generate runs plan on src. Every delta goes to sink as soon as it is
+// known, from the goroutine that calls emit (the engine worker).
+func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.Delta)) (out genOutcome, err error) {
+	out.promptTokens = len(plan.prompt)
+	dec := newTextDecoder(plan.stops, plan.split)
+	emit := s.guard(func(t engine.Token) error {
+		out.tokenArrived()
+		deltas, stop := dec.push(t.Piece)
+		sink(deltas)
+		if stop {
+			return engine.ErrStop
+		}
+		return nil
+	})
+	req := engine.Request{Prompt: plan.prompt, MaxTokens: plan.maxTokens, Sample: plan.sample, IgnoreEOS: plan.ignoreEOS}
+
+	if plan.force != "" {
+		prompt := plan.prompt
+		used := 0
+		if plan.mayReason {
+			var kept []int32
+			var done bool
+			kept, done, err = s.reasonFirst(ctx, plan, dec, sink, &out)
+			if err != nil || done {
+				return out, err
+			}
+			prompt = append(append([]int32(nil), plan.prompt...), kept...)
+			used = len(kept)
+		}
+		forced := plan.force
+		if used > 0 {
+			forced = plan.afterReasoning + forced
+		}
+		forcedTokens := s.tok.Encode(forced, false, true)
+		used += len(forcedTokens)
+		out.outputTokens = used
+		sink(dec.inject(forced))
+		req.Prompt = append(prompt, forcedTokens...)
+		if plan.maxTokens > 0 {
+			if req.MaxTokens = plan.maxTokens - used; req.MaxTokens <= 0 {
+				out.finish = "length"
+				sink(dec.finish())
+				return out, nil
+			}
+		}
+	}
+
+	res, err := s.source(ctx, req, emit)
+	out.outputTokens += len(res.Tokens)
+	if err != nil {
+		if plan.force != "" && errors.Is(err, engine.ErrContextFull) && out.outputTokens > 0 {
+			// The reasoning and the forced markup filled the context.
+			out.finish = "length"
+			sink(dec.finish())
+			return out, nil
+		}
+		return out, err
+	}
+	out.finish = res.FinishReason
+	sink(dec.finish())
+	return out, nil
+}
+
+// reasonFirst runs the reasoning part of a forced tool call: the model
+// writes its <think> block freely and the generation stops where it
+// closes. kept are the tokens to continue after; done reports that the
+// generation ended for good (end of generation, length, a stop string).
+// When the model does not open with reasoning, nothing is kept or sent
+// and the call is forced from the start.
+func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecoder, sink func([]chat.Delta), out *genOutcome) (kept []int32, done bool, err error) {
+	gate := reasoningGate{open: plan.reasoningOpen}
+	stoppedByText := false
+	emit := s.guard(func(t engine.Token) error {
+		out.tokenArrived()
+		pass, stop := gate.push(t.Piece)
+		if len(pass) > 0 {
+			deltas, textStop := dec.push(pass)
+			sink(deltas)
+			if textStop {
+				stoppedByText = true
+				return engine.ErrStop
+			}
+		}
+		if stop {
+			return engine.ErrStop
+		}
+		return nil
+	})
+	req := engine.Request{Prompt: plan.prompt, MaxTokens: plan.maxTokens, Sample: plan.sample, IgnoreEOS: plan.ignoreEOS}
+	res, err := s.source(ctx, req, emit)
+	if err != nil {
+		return nil, true, err
+	}
+	switch {
+	case stoppedByText:
+	case gate.closed:
+		return res.Tokens, false, nil
+	case gate.none:
+		*out = genOutcome{promptTokens: out.promptTokens}
+		return nil, false, nil
+	case len(gate.undecided) > 0:
+		deltas, _ := dec.push(gate.undecided)
+		sink(deltas)
+	}
+	out.outputTokens = len(res.Tokens)
+	out.finish = res.FinishReason
+	sink(dec.finish())
+	return nil, true, nil
+}
+
+// reasoningGate watches the raw output for a <think> block: it passes the
+// reasoning on and asks to stop once "</think>" is written (closed), or
+// as soon as the output is known not to start with "<think>" (none).
+type reasoningGate struct {
+	open      bool
+	undecided []byte // output so far, while it may still be "<think>"
+	tail      string // the last bytes passed, to find "</think>" across pieces
+	closed    bool
+	none      bool
+}
+
+func (g *reasoningGate) push(piece []byte) (pass []byte, stop bool) {
+	if !g.open {
+		g.undecided = append(g.undecided, piece...)
+		t := bytes.TrimLeft(g.undecided, " \t\r\n")
+		switch {
+		case bytes.HasPrefix(t, []byte(thinkOpen)):
+			g.open = true
+			piece, g.undecided = g.undecided, nil
+		case bytes.HasPrefix([]byte(thinkOpen), t):
+			return nil, false
+		default:
+			g.none = true
+			return nil, true
+		}
+	}
+	window := g.tail + string(piece)
+	if i := strings.Index(window, thinkClose); i >= 0 {
+		g.closed = true
+		return piece[:i+len(thinkClose)-len(g.tail)], true
+	}
+	g.tail = window[max(0, len(window)-len(thinkClose)+1):]
+	return piece, false
+}
+
+// guard recovers a panic of the text pipeline inside emit, which runs on
+// the engine worker's goroutine: the request fails, the worker lives on.
+func (s *Server) guard(emit func(engine.Token) error) func(engine.Token) error {
+	return func(t engine.Token) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("panic in the output pipeline")
+				err = errEmitPanic
+			}
+		}()
+		return emit(t)
+	}
+}

@@ -1,0 +1,326 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/tokenizer"
+)
+
+// Options configure New.
+type Options struct {
+	// Scheduler runs the generations; required. Its engine gives the
+	// tokenizer and the context length.
+	Scheduler *engine.Scheduler
+	// ModelName is the id served by /v1/models and accepted in "model".
+	// Requests may also name ModelPath, or leave "model" empty.
+	ModelName string
+	ModelPath string
+	// Template renders chat prompts; nil means the model's own
+	// (tokenizer.chat_template), or chat.ChatMLTemplate when it has none.
+	Template *chat.Template
+	// APIKey, when set, is the bearer token every route but /health needs.
+	APIKey string
+	// MaxBodyBytes bounds request bodies (413 beyond); <= 0 means 8 MiB.
+	MaxBodyBytes int64
+	// RequestTimeout bounds a generation request from arrival to its last
+	// token, queueing included (504 when it runs out); <= 0 means none.
+	RequestTimeout time.Duration
+	Log            zerolog.Logger
+	// Ready reports whether the server may take generations; until then
+	// /health and the generation routes answer 503. nil means always.
+	Ready func() bool
+}
+
+// DefaultMaxBodyBytes is the body limit when Options.MaxBodyBytes is unset.
+const DefaultMaxBodyBytes = 8 << 20
+
+// Server is the HTTP API over one model. It is an http.Handler.
+type Server struct {
+	opt      Options
+	log      zerolog.Logger
+	router   *mux.Router
+	handler  http.Handler
+	source   tokenSource
+	tok      *tokenizer.Tokenizer
+	ctxLen   int
+	tpl      *chat.Template
+	markup   toolMarkup
+	canForce bool // the template writes tool-call markup that can be forced
+	bosText  string
+	created  int64
+	keyHash  [32]byte
+}
+
+// New builds the server and its routes.
+func New(opt Options) (*Server, error) {
+	if opt.Scheduler == nil {
+		return nil, errors.New("web: Options.Scheduler is nil")
+	}
+	e := opt.Scheduler.Engine()
+	return newServer(opt, e.Tokenizer(), e.ContextLen(), opt.Scheduler.Submit)
+}
+
+// newServer builds a server over any token source (tests script one).
+func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSource) (*Server, error) {
+	if opt.ModelName == "" {
+		return nil, errors.New("web: Options.ModelName is empty")
+	}
+	if opt.MaxBodyBytes <= 0 {
+		opt.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	s := &Server{opt: opt, log: opt.Log, source: src, tok: tok, ctxLen: ctxLen, tpl: opt.Template, created: time.Now().Unix()}
+	v := tok.Vocab()
+	if v.BOS >= 0 && int(v.BOS) < len(v.Tokens) {
+		s.bosText = v.Tokens[v.BOS]
+	}
+	if s.tpl == nil {
+		eos := ""
+		if v.EOS >= 0 && int(v.EOS) < len(v.Tokens) {
+			eos = v.Tokens[v.EOS]
+		}
+		tpl, err := chat.NewTemplate(v.ChatTemplate, s.bosText, eos)
+		if err != nil {
+			return nil, fmt.Errorf("web: the model's chat template: %w", err)
+		}
+		s.tpl = tpl
+	}
+	s.markup, s.canForce = probeToolMarkup(s.tpl)
+	if opt.APIKey != "" {
+		s.keyHash = sha256.Sum256([]byte(opt.APIKey))
+	}
+	s.routes()
+	s.handler = s.logRequests(s.recoverPanics(s.router))
+	return s, nil
+}
+
+func (s *Server) routes() {
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, req, &apiError{Status: http.StatusNotFound, Type: "not_found_error", Message: "no route for " + req.URL.Path})
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, req, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+			Message: fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path)})
+	})
+	r.HandleFunc("/health", s.health).Methods(http.MethodGet, http.MethodHead)
+	api := func(path string, h http.HandlerFunc, method string) {
+		r.Handle(path, s.requireKey(h)).Methods(method)
+	}
+	api("/v1/models", s.listModels, http.MethodGet)
+	api("/v1/models/{model}", s.getModel, http.MethodGet)
+	api("/v1/chat/completions", s.ready(s.chatCompletions), http.MethodPost)
+	api("/v1/completions", s.ready(s.completions), http.MethodPost)
+	api("/tokenize", s.tokenize, http.MethodPost)
+	api("/detokenize", s.detokenize, http.MethodPost)
+	api("/apply-template", s.applyTemplate, http.MethodPost)
+	s.router = r
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Router is the server's router, for mounting more routes (status page,
+// metrics, admin): they get the request log line and panic recovery, not
+// the API key check.
+func (s *Server) Router() *mux.Router { return s.router }
+
+func (s *Server) isReady() bool { return s.opt.Ready == nil || s.opt.Ready() }
+
+func (s *Server) ready(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.isReady() {
+			writeError(w, r, notReady())
+			return
+		}
+		h(w, r)
+	}
+}
+
+func notReady() *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Type: "unavailable_error", Code: "not_ready",
+		Message: "the server is not ready: the model is loading or the server is stopping", retryAfterSeconds: 1}
+}
+
+// requireKey checks the bearer token when an API key is configured. Both
+// sides are hashed first so the comparison takes the same time whatever
+// the lengths.
+func (s *Server) requireKey(h http.Handler) http.Handler {
+	if s.opt.APIKey == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+		if subtle.ConstantTimeCompare(got[:], s.keyHash[:]) != 1 || !ok {
+			writeError(w, r, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
+				Message: "missing or incorrect API key: send it as \"Authorization: Bearer KEY\""})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// readBody reads the request body within the size limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.ContentLength > s.opt.MaxBodyBytes {
+		return nil, &http.MaxBytesError{Limit: s.opt.MaxBodyBytes}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, badRequest("", "reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+// --- per-request record and log line ---
+
+// record is what a handler tells the request's log line.
+type record struct {
+	start        time.Time
+	model        string
+	stream       bool
+	promptTokens int
+	cachedTokens int
+	outputTokens int
+	ttft         time.Duration
+	tpot         time.Duration
+	finish       string
+	ignored      []string
+	err          string
+	generation   bool // a generation route: the token fields are logged
+}
+
+type recordKey struct{}
+
+func recordOf(ctx context.Context) *record {
+	rec, _ := ctx.Value(recordKey{}).(*record)
+	return rec
+}
+
+// statusWriter remembers the status and whether anything was written. It
+// unwraps for http.ResponseController (flushing SSE).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// requestIDHeader is echoed when the client sends a usable one.
+const requestIDHeader = "X-Request-ID"
+
+func requestID(r *http.Request) string {
+	id := r.Header.Get(requestIDHeader)
+	if id == "" || len(id) > 128 {
+		return rand.Text()
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return rand.Text()
+		}
+	}
+	return id
+}
+
+// logRequests writes one JSON line per request.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := requestID(r)
+		w.Header().Set(requestIDHeader, id)
+		rec := &record{start: start}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), recordKey{}, rec)))
+
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		level := zerolog.InfoLevel
+		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/v1/") {
+			level = zerolog.DebugLevel // health checks and scrapes
+		}
+		if status >= 500 && status != http.StatusServiceUnavailable && status != http.StatusGatewayTimeout {
+			level = zerolog.ErrorLevel
+		}
+		ev := s.log.WithLevel(level).Str("request_id", id).Str("method", r.Method).Str("path", r.URL.Path).
+			Int("status", status).Dur("duration_ms", time.Since(start)).Str("remote", r.RemoteAddr)
+		if sid := r.Header.Get("X-Session-ID"); sid != "" {
+			ev = ev.Str("session_id", sid)
+		}
+		if rec.generation {
+			ev = ev.Str("model", rec.model).Bool("stream", rec.stream).
+				Int("prompt_tokens", rec.promptTokens).Int("cached_prompt_tokens", rec.cachedTokens).
+				Int("output_tokens", rec.outputTokens).Str("finish_reason", rec.finish).
+				Float64("ttft_ms", msec(rec.ttft)).Float64("tpot_ms", msec(rec.tpot))
+		}
+		if len(rec.ignored) > 0 {
+			ev = ev.Strs("ignored_fields", rec.ignored)
+		}
+		if rec.err != "" {
+			ev = ev.Str("error", rec.err)
+		}
+		ev.Msg("request")
+	})
+}
+
+func msec(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// recoverPanics turns a handler's panic into a 500 and a log line. A
+// panic after a streamed response began can only end the stream.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error().Str("method", r.Method).Str("path", r.URL.Path).Str("panic", fmt.Sprint(v)).
+				Str("stack", string(debug.Stack())).Msg("handler panic")
+			if sw.status == 0 {
+				writeJSON(sw, http.StatusInternalServerError, (&apiError{Type: "server_error", Message: "internal error"}).body())
+			}
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}

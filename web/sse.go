@@ -1,0 +1,189 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"runtime/debug"
+	"sync"
+
+	"github.com/edgellmd/edgellmd/engine/chat"
+)
+
+// deltaQueue carries deltas from the engine worker (which must never wait
+// on a client) to the handler goroutine that writes them. It is unbounded:
+// a slow reader costs memory for its own text, not time for everyone.
+type deltaQueue struct {
+	mu     sync.Mutex
+	items  []chat.Delta
+	closed bool
+	ready  chan struct{} // signalled when items or closed change
+}
+
+func newDeltaQueue() *deltaQueue { return &deltaQueue{ready: make(chan struct{}, 1)} }
+
+func (q *deltaQueue) push(ds []chat.Delta) {
+	if len(ds) == 0 {
+		return
+	}
+	q.mu.Lock()
+	q.items = append(q.items, ds...)
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *deltaQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *deltaQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for deltas and returns them all; closed reports that no more
+// will come.
+func (q *deltaQueue) take() (items []chat.Delta, closed bool) {
+	for {
+		q.mu.Lock()
+		items, closed = q.items, q.closed
+		q.items = nil
+		q.mu.Unlock()
+		if len(items) > 0 || closed {
+			return items, closed
+		}
+		<-q.ready
+	}
+}
+
+// sseWriter writes server-sent events, one JSON object per data line,
+// flushing each.
+type sseWriter struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	err error // the first write error: the client is gone
+}
+
+func startSSE(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	s.flush()
+	return s
+}
+
+func (s *sseWriter) event(v any) {
+	if s.err != nil {
+		return
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		s.err = err
+		return
+	}
+	buf := make([]byte, 0, len(data)+8)
+	buf = append(buf, "data: "...)
+	buf = append(buf, data...)
+	buf = append(buf, "\n\n"...)
+	if _, s.err = s.w.Write(buf); s.err == nil {
+		s.flush()
+	}
+}
+
+func (s *sseWriter) done() {
+	if s.err != nil {
+		return
+	}
+	if _, s.err = s.w.Write([]byte("data: [DONE]\n\n")); s.err == nil {
+		s.flush()
+	}
+}
+
+func (s *sseWriter) flush() {
+	if err := s.rc.Flush(); err != nil && s.err == nil {
+		s.err = err
+	}
+}
+
+// streamFormat makes the SSE chunks of one streamed response.
+type streamFormat struct {
+	first func() any                                       // the chunk that opens the stream, or nil
+	delta func(chat.Delta) any                             // the chunk of one delta
+	end   func(out genOutcome) (finish string, last []any) // the closing chunks
+}
+
+// stream runs the generation and writes its deltas as server-sent events
+// as they come. The response begins with the first delta (or the end), as
+// llama.cpp's server does, so an error before it, such as a full queue,
+// is answered with its own status; one after it is sent as an error event
+// before [DONE].
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, plan *genPlan, f streamFormat) {
+	rec := recordOf(r.Context())
+	q := newDeltaQueue()
+	var out genOutcome
+	var genErr error
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer q.close()
+		defer func() {
+			if v := recover(); v != nil {
+				genErr = errEmitPanic
+				s.log.Error().Interface("panic", v).Str("stack", string(debug.Stack())).Msg("panic in generation")
+			}
+		}()
+		out, genErr = s.generate(r.Context(), plan, q.push)
+	}()
+
+	var sse *sseWriter
+	begin := func() {
+		if sse == nil {
+			sse = startSSE(w)
+			if f.first != nil {
+				sse.event(f.first())
+			}
+		}
+	}
+	for {
+		items, closed := q.take()
+		if len(items) > 0 {
+			begin()
+		}
+		for _, d := range items {
+			sse.event(f.delta(d))
+		}
+		if closed {
+			break
+		}
+	}
+	<-finished
+	s.recordOutcome(rec, out)
+	if genErr != nil {
+		if sse == nil {
+			writeError(w, r, genErr)
+			return
+		}
+		ae := toAPIError(r.Context(), genErr)
+		rec.err = ae.Message
+		sse.event(ae.body())
+		sse.done()
+		return
+	}
+	begin()
+	finish, last := f.end(out)
+	rec.finish = finish
+	for _, c := range last {
+		sse.event(c)
+	}
+	sse.done()
+	if sse.err != nil {
+		rec.err = "writing the stream: " + sse.err.Error()
+	}
+}

@@ -1,0 +1,183 @@
+package web
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+	"pgregory.net/rapid"
+
+	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/chat"
+)
+
+// splitBytes cuts s at the given byte offsets (sorted, deduplicated by the
+// caller's draw), mid-character or not, as byte-level tokens do.
+func splitBytes(s string, cuts []int) [][]byte {
+	var out [][]byte
+	prev := 0
+	for _, c := range cuts {
+		if c > prev && c < len(s) {
+			out = append(out, []byte(s[prev:c]))
+			prev = c
+		}
+	}
+	return append(out, []byte(s[prev:]))
+}
+
+func drawText(t *rapid.T, label string, frags []string) string {
+	parts := rapid.SliceOfN(rapid.SampledFrom(frags), 0, 30).Draw(t, label)
+	return strings.Join(parts, "")
+}
+
+func drawCuts(t *rapid.T, n int) []int {
+	if n == 0 {
+		return nil
+	}
+	cuts := rapid.SliceOfN(rapid.IntRange(0, n), 0, 20).Draw(t, "cuts")
+	for i := 1; i < len(cuts); i++ { // insertion sort: small
+		for j := i; j > 0 && cuts[j] < cuts[j-1]; j-- {
+			cuts[j], cuts[j-1] = cuts[j-1], cuts[j]
+		}
+	}
+	return cuts
+}
+
+// TestTextDecoderProperty: whatever the token boundaries (mid-character
+// included), the streamed text is the generated text up to the first stop
+// string (cut, or kept for the server's own), every delta is whole UTF-8,
+// and the stop is reported exactly when a stop string occurs.
+func TestTextDecoderProperty(t *testing.T) {
+	frags := []string{"a", "b", "ab", " ", "\n", "é", "日本", "🎉", "</", "tool", ">", "END", "EN", "D"}
+	rapid.Check(t, func(t *rapid.T) {
+		text := drawText(t, "text", frags)
+		var stops []stopString
+		for _, st := range rapid.SliceOfN(rapid.SampledFrom([]string{"END", "b a", "日本🎉", "</tool>", "\n\n", "é"}), 0, 3).Draw(t, "stops") {
+			stops = append(stops, stopString{text: st, keep: rapid.Bool().Draw(t, "keep")})
+		}
+		want, wantStop := text, false
+		at, which := -1, -1
+		for i, st := range stops {
+			j := strings.Index(text, st.text)
+			if j >= 0 && (at < 0 || j < at || (j == at && len(st.text) > len(stops[which].text))) {
+				at, which = j, i
+			}
+		}
+		if at >= 0 {
+			wantStop = true
+			want = text[:at]
+			if stops[which].keep {
+				want = text[:at+len(stops[which].text)]
+			}
+		}
+		d := newTextDecoder(stops, plainText{})
+		var got strings.Builder
+		stopped := false
+		for _, piece := range splitBytes(text, drawCuts(t, len(text))) {
+			deltas, stop := d.push(piece)
+			for _, dl := range deltas {
+				if !utf8.ValidString(dl.Content) {
+					t.Fatalf("delta %q is not whole UTF-8", dl.Content)
+				}
+				got.WriteString(dl.Content)
+			}
+			if stop {
+				stopped = true
+				break
+			}
+		}
+		for _, dl := range d.finish() {
+			got.WriteString(dl.Content)
+		}
+		if got.String() != want || stopped != wantStop {
+			t.Fatalf("text %q stops %+v: got %q stop %v, want %q stop %v", text, stops, got.String(), stopped, want, wantStop)
+		}
+	})
+}
+
+// TestReasoningSplitterMatchesParser: on output without tool-call markup,
+// the splitter used when no tools are offered gives what engine/chat's
+// parser gives, for every split.
+func TestReasoningSplitterMatchesParser(t *testing.T) {
+	frags := []string{"<think>", "</think>", "<thi", "nk>", "</th", " ", "\n", "\n\n", "abc", "é", "日本", "<", ">", "tool", "x"}
+	rapid.Check(t, func(t *rapid.T) {
+		text := drawText(t, "text", frags)
+		if strings.Contains(text, "<tool_call>") {
+			t.Skip("tool-call markup is parsed only when tools are offered")
+		}
+		open := rapid.Bool().Draw(t, "startInReasoning")
+		want := chat.ParseOutput(text, nil, chat.ParserOptions{StartInReasoning: open})
+		s := newReasoningSplitter(open)
+		var deltas []chat.Delta
+		for _, piece := range splitBytes(text, drawCuts(t, len(text))) {
+			deltas = append(deltas, s.Push(string(piece))...)
+		}
+		got := chat.Assemble(append(deltas, s.Finish()...))
+		wr, gr := "", ""
+		if want.ReasoningContent != nil {
+			wr = *want.ReasoningContent
+		}
+		if got.ReasoningContent != nil {
+			gr = *got.ReasoningContent
+		}
+		if got.Content.Text != want.Content.Text || gr != wr {
+			t.Fatalf("text %q open %v: content %q reasoning %q, parser %q %q", text, open, got.Content.Text, gr, want.Content.Text, wr)
+		}
+	})
+}
+
+func TestIncompleteTail(t *testing.T) {
+	euro := []byte("€")  // 3 bytes
+	emoji := []byte("🎉") // 4 bytes
+	cases := []struct {
+		in   []byte
+		want int
+	}{
+		{nil, 0}, {[]byte("abc"), 0}, {euro, 0}, {euro[:1], 1}, {euro[:2], 2},
+		{append([]byte("a"), emoji[:3]...), 3}, {emoji[:1], 1}, {emoji, 0},
+		{[]byte{0x80}, 0}, {[]byte{'a', 0xff}, 0}, // bytes that never become a character pass on
+	}
+	for _, tc := range cases {
+		if got := incompleteTail(tc.in); got != tc.want {
+			t.Errorf("incompleteTail(% x) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestGuardRecoversEmitPanic(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Server{log: zerolog.New(&logs)}
+	emit := s.guard(func(engine.Token) error { panic("boom") })
+	if err := emit(engine.Token{}); err != errEmitPanic {
+		t.Fatalf("got %v", err)
+	}
+	if !strings.Contains(logs.String(), "boom") {
+		t.Errorf("no log line: %s", logs.String())
+	}
+}
+
+func TestHandlerPanicIs500WithLogLine(t *testing.T) {
+	logs := &logBuffer{}
+	s := &Server{log: zerolog.New(logs)}
+	h := s.logRequests(s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("handler bug") })))
+	rr := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	req.Header.Set("X-Request-ID", "panic-1")
+	h.ServeHTTP(rr, req)
+	if rr.Code != 500 {
+		t.Fatalf("status %d", rr.Code)
+	}
+	checkErrorShape(t, rr.Body.Bytes())
+	var sawPanic, sawRequest bool
+	for _, l := range logs.lines() {
+		sawPanic = sawPanic || (l["message"] == "handler panic" && l["panic"] == "handler bug")
+		sawRequest = sawRequest || (l["request_id"] == "panic-1" && l["status"] == float64(500))
+	}
+	if !sawPanic || !sawRequest {
+		t.Errorf("log lines: panic %v request %v", sawPanic, sawRequest)
+	}
+}

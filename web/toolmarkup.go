@@ -1,0 +1,95 @@
+package web
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/edgellmd/edgellmd/engine/chat"
+)
+
+// toolMarkup is how the model's chat template writes an assistant tool
+// call, learnt by rendering one (so it follows whatever template the model
+// ships). It is what tool_choice "required" and a named function force at
+// the start of the answer, since the engine has no constrained decoding.
+type toolMarkup struct {
+	// open starts any call: "<tool_call>\n" for the Qwen templates.
+	open string
+	// named starts a call to one function, up to where its arguments
+	// begin, with probeName standing for the function's name:
+	// `<tool_call>\n{"name": "NAME", "arguments": ` (Qwen3) or
+	// "<tool_call>\n<function=NAME>\n" (Qwen3.5).
+	named string
+	// afterReasoning is what the template writes between "</think>" and a
+	// call: "\n\n" for the Qwen templates.
+	afterReasoning string
+	// reasons reports whether the template writes <think> reasoning.
+	reasons bool
+}
+
+const (
+	probeName = "edgellmd_probe_fn"
+	probeArg  = "edgellmd_probe_arg"
+)
+
+// probeToolMarkup renders one assistant tool call with tpl. ok is false
+// when the template writes no <tool_call> markup (no way to force a call).
+func probeToolMarkup(tpl *chat.Template) (m toolMarkup, ok bool) {
+	tool := json.RawMessage(`{"type": "function", "function": {"name": "` + probeName + `", "description": "d", "parameters": {"type": "object", "properties": {"` + probeArg + `": {"type": "integer"}}}}}`)
+	reasoning := "edgellmd probe reasoning"
+	msgs := []chat.Message{
+		{Role: "user", Content: chat.TextContent("q")},
+		{Role: "assistant", Content: chat.Content{Null: true}, ReasoningContent: &reasoning, ToolCalls: []chat.ToolCall{{
+			ID: "call_0", Type: "function",
+			Function: chat.FunctionCall{Name: probeName, Arguments: `{"` + probeArg + `": 1}`},
+		}}},
+	}
+	text, err := tpl.Render(chat.Request{Messages: msgs, Tools: []json.RawMessage{tool}})
+	if err != nil {
+		return m, false
+	}
+	// The call is the last mention of the probe's name (the tools listing
+	// in the system turn comes before it, and may show example markup).
+	nameAt := strings.LastIndex(text, probeName)
+	if nameAt < 0 {
+		return m, false
+	}
+	at := strings.LastIndex(text[:nameAt], "<tool_call>")
+	if at < 0 {
+		return m, false
+	}
+	call := text[at:]
+	open := len("<tool_call>")
+	for open < len(call) && strings.ContainsRune(" \t\r\n", rune(call[open])) {
+		open++
+	}
+	m.open = call[:open]
+	name := nameAt - at
+	arg := strings.Index(call[name:], probeArg)
+	if arg < 0 {
+		return m, false
+	}
+	arg += name
+	// The arguments begin at the element that holds the first argument's
+	// name: the '{' of a JSON object or the '<' of an XML parameter tag.
+	begin := strings.LastIndexAny(call[:arg], "{<")
+	if begin < name {
+		return m, false
+	}
+	m.named = call[:begin]
+	m.afterReasoning = "\n\n"
+	if r := strings.Index(text, reasoning); r >= 0 && strings.Contains(text[:r], thinkOpen) {
+		m.reasons = true
+		if c := strings.Index(text[r:], thinkClose); c >= 0 && r+c+len(thinkClose) <= at {
+			m.afterReasoning = text[r+c+len(thinkClose) : at]
+		}
+	}
+	return m, true
+}
+
+// prefix is the markup forced for a tool choice: any call, or a call to name.
+func (m toolMarkup) prefix(name string) string {
+	if name == "" {
+		return m.open
+	}
+	return strings.Replace(m.named, probeName, name, 1)
+}
