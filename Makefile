@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/edgellmd
 MODEL   ?= testdata/models/stories260K.gguf
 
-.PHONY: build test e2e bench lint fuzz run clean
+.PHONY: build test e2e bench lint fuzz run serve clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/edgellmd
@@ -32,6 +32,10 @@ fuzz:
 
 run: build
 	./$(BIN) run -m $(MODEL) -p "Once upon a time" -n 64
+
+# Build and start the daemon on the bundled model (127.0.0.1:8001, Ctrl-C stops it).
+serve: build
+	./$(BIN) serve --model $(MODEL)
 
 clean:
 	rm -rf bin
