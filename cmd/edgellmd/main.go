@@ -20,6 +20,7 @@ const usage = `edgellmd: an edge LLM appliance with an OpenAI-compatible endpoin
 Usage:
   edgellmd serve    [-c /etc/edgellmd/edgellmd.yaml] [--model MODEL.gguf] [--listen 127.0.0.1:8001] [--log-level info] [--check-config]
   edgellmd run      -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k K] [--top-p P] [--seed 42] [--json] [--ignore-eos] [--special=false]
+  edgellmd quantize IN.gguf OUT.gguf --type nvfp4 [--keep PATTERN]...
   edgellmd synth    --arch qwen35 --size tiny|small|bench [--tokenizer tokenizer.json] [--mtp] --seed N -o OUT.gguf
   edgellmd bench    decode -m MODEL.gguf [--prompt-tokens 512] [--gen 128] [--threads 1] [--runs 3] [--json]
   edgellmd bench    agentic --dataset TRACE.jsonl [--url http://127.0.0.1:8001] [--conversations N] [--turns N] [--out DIR]
@@ -27,7 +28,7 @@ Usage:
   edgellmd power    status|pin [--root /] [--mode MAXN] [--jetson-clocks] [--json]
   edgellmd version
 
-Not in this build yet: quantize, convert, update, cache.
+Not in this build yet: convert, update, cache.
 Run "edgellmd COMMAND -h" for a command's flags.
 `
 
@@ -54,6 +55,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdRun(rest, stdout, log)
 	case "synth":
 		err = cmdSynth(rest, stdout, log)
+	case "quantize":
+		err = cmdQuantize(rest, stdout, log)
 	case "bench":
 		err = cmdBench(rest, stdout, log)
 	case "power":
@@ -64,7 +67,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "edgellmd", version)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-	case "quantize", "convert", "update", "cache":
+	case "convert", "update", "cache":
 		fmt.Fprintf(stderr, "edgellmd %s: not in this build yet\n", cmd)
 		return 2
 	default:

@@ -1,9 +1,15 @@
-// Package quantize produces GGUF model files. For now that is [Synth]: a
-// deterministic random-weight model in llama.cpp's qwen35 layout (Qwen3.5:
-// three Gated DeltaNet layers, then one gated full-attention layer, repeated,
-// optionally with a multi-token-prediction block), used where a test or a
-// benchmark needs the real code paths of the target architecture but no real
-// checkpoint can be shipped.
+// Package quantize produces GGUF model files.
+//
+// [Quantize] converts a model's linear weights to NVFP4 as llama.cpp stores
+// them (GGML_TYPE_NVFP4 blocks plus a per-tensor `<name>.scale`), choosing
+// the scales as NVIDIA's ModelOpt does; see quantize.go. llama.cpp runs its
+// output (testdata/nvfp4).
+//
+// [Synth] writes a deterministic random-weight model in llama.cpp's qwen35
+// layout (Qwen3.5: three Gated DeltaNet layers, then one gated
+// full-attention layer, repeated, optionally with a multi-token-prediction
+// block), used where a test or a benchmark needs the real code paths of the
+// target architecture but no real checkpoint can be shipped.
 //
 // The files follow what llama.cpp's converter writes for Qwen3.5
 // (conversion/qwen.py, src/models/qwen35.cpp): tensor names and shapes,

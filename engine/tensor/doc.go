@@ -4,7 +4,12 @@
 // What is here:
 //   - DType, the ggml type ids, with their block layouts (dtype.go);
 //   - F16 and BF16 conversions and the Q8_0 codec, bit-exact with ggml
-//     (half.go, quant.go); QuantizeRow/DequantizeRow for F32, F16, BF16, Q8_0;
+//     (half.go, quant.go); QuantizeRow/DequantizeRow for F32, F16, BF16, Q8_0
+//     and NVFP4;
+//   - the E2M1 (FP4), E4M3 and unsigned E4M3 (FP8) codes (fp8.go), and NVFP4
+//     in ggml's block_nvfp4 layout with ModelOpt's quantizer and the W4A8
+//     (ggml's, Q8_0 activations) and W4A16 (F32 activations) dot products
+//     (nvfp4.go; Pool.SetNVFP4Activations picks one);
 //   - Matrix, a weight matrix in ggml's layout, usually a slice of a mapped
 //     GGUF file, and RowTo for embedding lookups;
 //   - Pool, a fixed set of worker goroutines, with MatVec and MatMul, the
@@ -20,8 +25,13 @@
 // llama.cpp's own library that the tests compare with bit for bit.
 //
 // Hot loops live in this package and nowhere else. The kernels are plain Go
-// for now, unrolled and free of bounds checks in their inner loops; SIMD
-// versions will come with a plain-Go twin here that gives the same bits.
+// (kernels.go, lanes.go), unrolled and free of bounds checks in their inner
+// loops. On amd64 CPUs with AVX2, FMA3 and F16C the F32, F16, BF16 and
+// Q8_0 dot products run in Go assembly instead (dot_amd64.s, chosen at
+// start-up in dot_amd64.go, entered through dot.go): the same lanes, the
+// same order, hardware FMA where the twins emulate it, so the same bits,
+// which dot_amd64_test.go checks against the plain-Go twins. arm64 (NEON)
+// has no assembly yet and runs the twins.
 //
 // What is not here: file formats (engine/gguf), model structure
 // (engine/model), or any state that outlives a call, apart from the scratch

@@ -20,9 +20,28 @@ type mmJob struct {
 	wide  [][]float32
 	lanes [][]float32 // per worker: one vector, rounded, before it goes lane-major
 
+	// nvAct is how NVFP4 weights meet activations (SetNVFP4Activations).
+	nvAct NVFP4Activations
+
 	rowsFn    func(worker, lo, hi int) // prebound methods, so calls do not allocate
 	convertFn func(worker, lo, hi int)
 }
+
+// NVFP4Activations selects the arithmetic of products with NVFP4 weights.
+type NVFP4Activations int
+
+const (
+	// NVFP4ActQ8 (the default) is ggml's CPU arithmetic, W4A8: activations
+	// quantized to Q8_0 blocks, integer products with the doubled E2M1
+	// values, summed in the order of ggml_vec_dot_nvfp4_q8_0 (AVX2).
+	NVFP4ActQ8 NVFP4Activations = iota
+	// NVFP4ActF32 is W4A16: activations used as they are, in F32.
+	NVFP4ActF32
+)
+
+// SetNVFP4Activations chooses the arithmetic MatVec and MatMul use for
+// NVFP4 weights from now on.
+func (p *Pool) SetNVFP4Activations(a NVFP4Activations) { p.mm.nvAct = a }
 
 func (j *mmJob) init(p *Pool) {
 	j.wide = make([][]float32, p.threads)
@@ -33,7 +52,8 @@ func (j *mmJob) init(p *Pool) {
 
 // MatVec computes dst[r] = sum_c m[r,c]*x[c] for every row r, with ggml's CPU
 // arithmetic for m's type: x is first rounded to F16 (F16 weights), to BF16
-// (BF16 weights) or quantized to Q8_0 blocks (Q8_0 weights). len(x) must be
+// (BF16 weights) or quantized to Q8_0 blocks (Q8_0 weights, and NVFP4
+// weights unless SetNVFP4Activations says otherwise). len(x) must be
 // m.Cols and len(dst) m.Rows.
 func (p *Pool) MatVec(dst []float32, m Matrix, x []float32) {
 	p.MatMul(dst, m, x, 1)
@@ -46,7 +66,7 @@ func (p *Pool) MatVec(dst []float32, m Matrix, x []float32) {
 // MatVec result bit for bit.
 func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 	switch m.Type {
-	case F32, F16, BF16, Q8_0:
+	case F32, F16, BF16, Q8_0, NVFP4:
 	default:
 		panic(fmt.Sprintf("tensor: MatMul: weight type %s is not supported", m.Type))
 	}
@@ -67,7 +87,15 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 	j.m, j.dst, j.n = m, dst, n
 
 	// Convert the activations once for the whole call.
-	switch m.Type {
+	typ := m.Type
+	if typ == NVFP4 {
+		if j.nvAct == NVFP4ActF32 {
+			typ = F32
+		} else {
+			typ = Q8_0
+		}
+	}
+	switch typ {
 	case F32:
 		j.x = x
 	case F16, BF16:
@@ -87,7 +115,7 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 		j.actQ = j.actQ[:n*m.Cols/q8Block]
 		j.src = x
 		p.parallel(n, 1, j.convertFn)
-		if n > 1 {
+		if n > 1 && m.Type == Q8_0 && !useSIMD { // dot2Q8's packed pairs
 			np, nb := n/2, m.Cols/q8Block
 			if cap(j.actP) < np*nb {
 				j.actP = make([]q8Pair, np*nb)
@@ -143,10 +171,12 @@ func (j *mmJob) convert(worker, lo, hi int) {
 		src := j.src[v*cols : (v+1)*cols]
 		switch j.m.Type {
 		case F16, BF16:
-			// One vector is read in order (dotF16, dotBF16); several are
-			// stored lane-major for exactRowsLanes.
+			// One vector is read in order (dotF16, dotBF16), and so are
+			// several by the SIMD kernels; for exactRowsLanes they are
+			// stored lane-major.
+			lanes := j.n > 1 && !useSIMD
 			dst := j.actF[v*cols : (v+1)*cols]
-			if j.n > 1 {
+			if lanes {
 				dst = j.lanes[worker][:cols]
 			}
 			if j.m.Type == F16 {
@@ -158,10 +188,10 @@ func (j *mmJob) convert(worker, lo, hi int) {
 					dst[i] = roundBF16(f)
 				}
 			}
-			if j.n > 1 {
+			if lanes {
 				toLanes(j.actF[v*cols:(v+1)*cols], dst)
 			}
-		case Q8_0:
+		case Q8_0, NVFP4:
 			for b := 0; b < cols/q8Block; b++ {
 				quantizeActQ8_0(&j.actQ[v*(cols/q8Block)+b], src[b*q8Block:(b+1)*q8Block], actQ8Flavor)
 			}
@@ -177,22 +207,20 @@ func (j *mmJob) rows(worker, lo, hi int) {
 	case F32:
 		w := f32View(m.Data[lo*cols*4 : hi*cols*4])
 		for v := 0; v < n; v++ {
-			xv := j.x[v*cols : (v+1)*cols]
-			for r := lo; r < hi; r++ {
-				j.dst[v*rows+r] = dotF32(w[(r-lo)*cols:(r-lo+1)*cols], xv)
-			}
+			dotF32Rows(j.dst[v*rows+lo:v*rows+hi], w, cols, j.x[v*cols:(v+1)*cols])
 		}
 	case F16, BF16:
 		raw := u16View(m.Data[lo*cols*2 : hi*cols*2])
 		if n == 1 {
-			for r := lo; r < hi; r++ {
-				wr := raw[(r-lo)*cols : (r-lo+1)*cols]
-				if m.Type == F16 {
-					j.dst[r] = dotF16(wr, j.x)
-				} else {
-					j.dst[r] = dotBF16(wr, j.x)
-				}
+			if m.Type == F16 {
+				dotF16Rows(j.dst[lo:hi], raw, cols, j.x)
+			} else {
+				dotBF16Rows(j.dst[lo:hi], raw, cols, j.x)
 			}
+			return
+		}
+		if useSIMD {
+			dotHalfMatSIMD(j.dst, raw, j.x, lo, hi, cols, rows, n, m.Type == BF16)
 			return
 		}
 		w := j.wide[worker][:len(raw)]
@@ -205,6 +233,12 @@ func (j *mmJob) rows(worker, lo, hi int) {
 	case Q8_0:
 		rb, nb := m.rowBytes(), cols/q8Block
 		dst := j.dst
+		if useSIMD { // the SIMD kernel takes one vector at a time
+			for v := 0; v < n; v++ {
+				dotQ8Rows(dst[v*rows+lo:v*rows+hi], m.Data[lo*rb:hi*rb], rb, j.actQ[v*nb:(v+1)*nb])
+			}
+			return
+		}
 		np := n / 2
 		for i := 0; i < np; i++ {
 			for r := lo; r < hi; r++ {
@@ -215,6 +249,19 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			v := n - 1
 			for r := lo; r < hi; r++ {
 				dst[v*rows+r] = dotQ8(m.Data[r*rb:(r+1)*rb], j.actQ[v*nb:(v+1)*nb])
+			}
+		}
+	case NVFP4:
+		rb := m.rowBytes()
+		for r := lo; r < hi; r++ {
+			row := m.Data[r*rb : (r+1)*rb]
+			for v := 0; v < n; v++ {
+				if j.nvAct == NVFP4ActF32 {
+					j.dst[v*rows+r] = dotNVFP4F32(row, j.x[v*cols:(v+1)*cols])
+				} else {
+					nb := cols / q8Block
+					j.dst[v*rows+r] = dotNVFP4Q8(row, j.actQ[v*nb:(v+1)*nb])
+				}
 			}
 		}
 	}

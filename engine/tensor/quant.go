@@ -16,7 +16,8 @@ const (
 // QuantizeRow encodes src as one row of type t into dst, which must hold
 // exactly t.RowBytes(len(src)) bytes. F32, F16 and BF16 are stored little
 // endian; Q8_0 uses ggml's reference quantizer (quantize_row_q8_0_ref), the
-// one ggml uses to write model files.
+// one ggml uses to write model files; NVFP4 uses ModelOpt's block scales with
+// no per-tensor scale (QuantizeNVFP4Row with s2 = 1).
 func QuantizeRow(t DType, dst []byte, src []float32) error {
 	if err := checkRow(t, len(dst), len(src)); err != nil {
 		return fmt.Errorf("quantize row: %w", err)
@@ -37,6 +38,10 @@ func QuantizeRow(t DType, dst []byte, src []float32) error {
 	case Q8_0:
 		for b := 0; b < len(src)/q8Block; b++ {
 			quantizeBlockQ8_0Ref(dst[b*q8BlockBytes:(b+1)*q8BlockBytes], src[b*q8Block:(b+1)*q8Block])
+		}
+	case NVFP4:
+		for b := 0; b < len(src)/nvBlock; b++ {
+			quantizeBlockNVFP4(dst[b*nvBlockBytes:(b+1)*nvBlockBytes], src[b*nvBlock:(b+1)*nvBlock], 1)
 		}
 	}
 	return nil
@@ -78,15 +83,17 @@ func dequantizeRow(t DType, dst []float32, src []byte) {
 				out[j] = float32(int8(qs[j])) * d
 			}
 		}
+	case NVFP4:
+		dequantizeNVFP4(dst, src)
 	}
 }
 
 // checkRow validates a row of n values of type t stored in nbytes bytes.
 func checkRow(t DType, nbytes, n int) error {
 	switch t {
-	case F32, F16, BF16, Q8_0:
+	case F32, F16, BF16, Q8_0, NVFP4:
 	default:
-		return fmt.Errorf("type %s is not supported (want F32, F16, BF16 or Q8_0)", t)
+		return fmt.Errorf("type %s is not supported (want F32, F16, BF16, Q8_0 or NVFP4)", t)
 	}
 	want, err := t.RowBytes(int64(n))
 	if err != nil {

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
+
+// multiFlag collects a repeated string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func cmdQuantize(args []string, stdout io.Writer, log zerolog.Logger) error {
+	fs := newFlagSet("quantize")
+	typ := fs.String("type", "nvfp4", "target type of the linear weights: nvfp4")
+	var keep multiFlag
+	fs.Var(&keep, "keep", "keep tensors whose name matches this pattern (e.g. 'blk.*.ffn_down.weight', 'output.weight') in their type; repeatable")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return fmt.Errorf("%w: want IN.gguf OUT.gguf, got %d arguments", errUsage, len(pos))
+	}
+	if !strings.EqualFold(*typ, "nvfp4") {
+		return fmt.Errorf("%w: --type %q is not supported (want nvfp4)", errUsage, *typ)
+	}
+	opt := quantize.Options{Type: tensor.NVFP4, Keep: keep}
+	if isTTY(os.Stderr) {
+		opt.Progress = func(done, total int) {
+			const width = 40
+			n := done * width / max(total, 1)
+			fmt.Fprintf(os.Stderr, "\r[%s%s] %d/%d tensors", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
+			if done == total {
+				fmt.Fprintln(os.Stderr)
+			}
+		}
+	}
+	rep, err := quantize.QuantizeFile(pos[0], pos[1], opt)
+	if err != nil {
+		return err
+	}
+	log.Info().Str("in", pos[0]).Str("out", pos[1]).Int("quantized", len(rep.Quantized)).Int("kept", len(rep.Kept)).Msg("model quantized")
+	fmt.Fprintf(stdout, "%s: %d weight matrices to NVFP4, %d kept", pos[1], len(rep.Quantized), len(rep.Kept))
+	if rep.Untied {
+		fmt.Fprint(stdout, ", LM head untied from the embedding")
+	}
+	fmt.Fprintf(stdout, "; tensor data %d -> %d bytes\n", rep.InBytes, rep.OutBytes)
+	for _, k := range rep.Kept {
+		fmt.Fprintf(stdout, "  kept %s\n", k)
+	}
+	return nil
+}
+
+// isTTY reports whether f is a terminal (a character device).
+func isTTY(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,53 @@
+package tensor
+
+// Row-range dot products with one vector, the entry points of MatVec and
+// of MatMul's F32 and Q8_0 products (MatMul calls dotHalfMatSIMD for
+// several vectors of F16 and BF16 itself). Each runs the SIMD kernel of
+// this architecture where the CPU has one (useSIMD: AVX2 on amd64, see
+// dot_amd64.s) and its plain-Go twin in kernels.go otherwise; the two give
+// the same bits, which dot_amd64_test.go checks.
+
+// dotF32Rows sets dst[r] = dotF32(row r of w, x); rows have cols values.
+func dotF32Rows(dst, w []float32, cols int, x []float32) {
+	for r := range dst {
+		wr := w[r*cols : (r+1)*cols]
+		if useSIMD {
+			dst[r] = dotF32SIMD(wr, x)
+		} else {
+			dst[r] = dotF32(wr, x)
+		}
+	}
+}
+
+// dotF16Rows sets dst[r] = dotF16(row r of w, x).
+func dotF16Rows(dst []float32, w []uint16, cols int, x []float32) {
+	if useSIMD {
+		dotHalfRowsSIMD(dst, w, cols, x, false)
+		return
+	}
+	for r := range dst {
+		dst[r] = dotF16(w[r*cols:(r+1)*cols], x)
+	}
+}
+
+// dotBF16Rows sets dst[r] = dotBF16(row r of w, x).
+func dotBF16Rows(dst []float32, w []uint16, cols int, x []float32) {
+	if useSIMD {
+		dotHalfRowsSIMD(dst, w, cols, x, true)
+		return
+	}
+	for r := range dst {
+		dst[r] = dotBF16(w[r*cols:(r+1)*cols], x)
+	}
+}
+
+// dotQ8Rows sets dst[r] = dotQ8(row r of data, act); rows have rowBytes bytes.
+func dotQ8Rows(dst []float32, data []byte, rowBytes int, act []q8Act) {
+	if useSIMD {
+		dotQ8RowsSIMD(dst, data, rowBytes, act)
+		return
+	}
+	for r := range dst {
+		dst[r] = dotQ8(data[r*rowBytes:(r+1)*rowBytes], act)
+	}
+}
