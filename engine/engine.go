@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/state"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
 )
@@ -21,7 +23,10 @@ type Options struct {
 	Threads    int          // worker threads for the kernels; <= 0 means all cores
 	KVType     tensor.DType // KV cache element type: tensor.F16 (llama.cpp's default) or tensor.F32 (the zero value)
 	ContextLen int          // tokens a sequence may hold; <= 0 means the model's own context length
-	Log        zerolog.Logger
+	// CacheMaxBytes bounds the in-memory prefix cache (engine/state); <= 0
+	// turns it off: every request prefills its whole prompt.
+	CacheMaxBytes int64
+	Log           zerolog.Logger
 }
 
 // Engine is one loaded model with its tokenizer and kernels' worker pool.
@@ -37,6 +42,7 @@ type Engine struct {
 	state   model.State
 	logits  []float32
 	sampler *sample.Sampler
+	cache   *state.Cache // nil when off
 	// lastStep is when the last forward pass (prefill chunk or decode step)
 	// ended, in unix nanoseconds: the scheduler's liveness signal.
 	lastStep atomic.Int64
@@ -84,8 +90,12 @@ func Load(path string, opt Options) (*Engine, error) {
 	}
 	ok = true
 	opt.Log.Info().Str("model", path).Str("arch", m.Arch()).Int("threads", pool.Threads()).
-		Int("context", ctxLen).Msg("model loaded")
-	return &Engine{path: path, file: f, pool: pool, model: m, tok: tok, ctxLen: ctxLen, log: opt.Log}, nil
+		Int("context", ctxLen).Int64("cache_max_bytes", max(opt.CacheMaxBytes, 0)).Msg("model loaded")
+	e := &Engine{path: path, file: f, pool: pool, model: m, tok: tok, ctxLen: ctxLen, log: opt.Log}
+	if opt.CacheMaxBytes > 0 {
+		e.cache = state.New(opt.CacheMaxBytes)
+	}
+	return e, nil
 }
 
 // Close unmaps the model and stops the worker pool.
@@ -112,6 +122,11 @@ type Request struct {
 	MaxTokens int     // output tokens at most; <= 0 means until EOS or the context is full
 	Sample    sample.Params
 	IgnoreEOS bool // keep generating past end-of-generation tokens
+	// PublishAt are prompt positions (token counts, 0 < p <= len(Prompt))
+	// where the prefill stops to publish a snapshot to the prefix cache: the
+	// stable boundary of a chat prompt, where the next turn's prompt still
+	// agrees with this one. Output tokens are never published.
+	PublishAt []int
 }
 
 // Token is one generated token as it streams out.
@@ -125,6 +140,7 @@ type Result struct {
 	Prompt       []int32
 	Tokens       []int32
 	FinishReason string // "stop" (end-of-generation token) or "length"
+	CachedTokens int    // prompt tokens restored from the prefix cache, not prefilled
 	PrefillTime  time.Duration
 	DecodeTime   time.Duration // from the first output token to the last
 }
@@ -152,7 +168,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 	if err := req.Sample.Validate(); err != nil {
 		return res, err
 	}
-	e.sequence()
+	st := e.sequence()
 	e.sampler = sample.New(req.Sample) // seeded per request: same seed, same output
 	maxTokens := req.MaxTokens
 	if room := e.ctxLen - len(req.Prompt); maxTokens <= 0 || maxTokens > room {
@@ -160,7 +176,8 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 	}
 
 	t0 := time.Now()
-	if err := e.prefill(ctx, req.Prompt); err != nil {
+	res.CachedTokens = e.restore(st, req.Prompt)
+	if err := e.prefill(ctx, req.Prompt, req.PublishAt); err != nil {
 		return res, err
 	}
 	res.PrefillTime = time.Since(t0)
@@ -204,18 +221,72 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 // prefillChunk bounds the tokens of one forward pass so scratch stays small.
 const prefillChunk = 512
 
-func (e *Engine) prefill(ctx context.Context, prompt []int32) error {
-	for start := 0; start < len(prompt); start += prefillChunk {
+// restore puts into st the longest cached prefix of prompt that leaves at
+// least one token to prefill (its logits start the decoding) and returns
+// its length; 0 when the cache is off or holds none.
+func (e *Engine) restore(st model.State, prompt []int32) int {
+	if e.cache == nil {
+		return 0
+	}
+	sn, ok := e.cache.Lookup(prompt, len(prompt)-1)
+	if !ok {
+		return 0
+	}
+	if err := st.Restore(sn); err != nil {
+		e.log.Error().Err(err).Int("tokens", sn.Len).Msg("prefix cache: restore failed; prefilling the whole prompt")
+		st.Reset()
+		return 0
+	}
+	return sn.Len
+}
+
+// prefill runs prompt from the state's length on, in chunks of at most
+// prefillChunk tokens that also end at each publish position, where it
+// publishes a snapshot to the prefix cache.
+func (e *Engine) prefill(ctx context.Context, prompt []int32, publishAt []int) error {
+	var stops []int
+	if e.cache != nil {
+		for _, p := range publishAt {
+			if p > e.state.Len() && p <= len(prompt) {
+				stops = append(stops, p)
+			}
+		}
+		slices.Sort(stops)
+	}
+	for start := e.state.Len(); start < len(prompt); {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		end := min(start+prefillChunk, len(prompt))
+		publish := len(stops) > 0 && stops[0] <= end
+		if publish {
+			end = stops[0]
+			stops = stops[1:]
+			for len(stops) > 0 && stops[0] == end {
+				stops = stops[1:]
+			}
+		}
 		if err := e.model.Forward(e.state, model.ChainBatch(prompt[start:end], start, false), e.logits); err != nil {
 			return err
 		}
 		e.lastStep.Store(time.Now().UnixNano())
+		if publish {
+			if _, err := e.cache.Publish(prompt[:end], e.state); err != nil {
+				e.log.Error().Err(err).Int("tokens", end).Msg("prefix cache: publish failed")
+			}
+		}
+		start = end
 	}
 	return nil
+}
+
+// CacheStats returns the prefix cache's counters; ok is false when the
+// cache is off.
+func (e *Engine) CacheStats() (st state.Stats, ok bool) {
+	if e.cache == nil {
+		return state.Stats{}, false
+	}
+	return e.cache.Stats(), true
 }
 
 // decode runs one token (one[0]) after the sequence and leaves its logits.

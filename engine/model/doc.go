@@ -20,6 +20,11 @@
 // order of the gated delta rule, and glibc's expf, logf and sincosf. See
 // attention.go, vec.go and libm.go.
 //
+// A state can be snapshotted and restored (snapshot.go): its KV rows, as
+// runs that several snapshots may share, and the DeltaNet recurrent state
+// and conv window, which exist only at the end of the sequence. engine/state
+// keeps such snapshots in its prefix cache.
+//
 // It is not the place for sampling (engine/sample), tokenizing
 // (engine/tokenizer), paged or persistent caches (engine/state) or the
 // matrix kernels (engine/tensor): it owns the layer wiring, the per-sequence

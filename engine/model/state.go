@@ -19,6 +19,18 @@ type State interface {
 	Truncate(n int) error
 	// Reset empties the state.
 	Reset()
+	// Snapshot copies what the state needs to resume at Len(): the KV rows
+	// of its tokens and, for DeltaNet layers, the recurrent state and conv
+	// window. It fails while a tree batch is pending.
+	Snapshot() (Snapshot, error)
+	// SnapshotWith is Snapshot reusing runs of KV rows copied earlier from
+	// this sequence (CopyKV) for its first tokens; only the rest is copied.
+	SnapshotWith(kv []*KVRows) (Snapshot, error)
+	// CopyKV copies the KV rows of committed tokens [from, to).
+	CopyKV(from, to int) (*KVRows, error)
+	// Restore sets the state to a snapshot made by a state of the same
+	// model and KV type; it continues exactly as the snapshotted one would.
+	Restore(Snapshot) error
 }
 
 // stateOwner is the model part whose layers a state serves (the decoder or
