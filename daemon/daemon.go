@@ -26,6 +26,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 	"github.com/edgellmd/edgellmd/power"
+	"github.com/edgellmd/edgellmd/web"
 )
 
 // Options say where the daemon's configuration comes from.
@@ -381,7 +382,8 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 		kv = tensor.F32
 	}
 	t0 := time.Now()
-	eng, err := engine.Load(path, engine.Options{Threads: cfg.Model.Threads, KVType: kv, ContextLen: cfg.Model.ContextLength, Log: d.log})
+	eng, err := engine.Load(path, engine.Options{Threads: cfg.Model.Threads, KVType: kv, ContextLen: cfg.Model.ContextLength,
+		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Log: d.log})
 	if err != nil {
 		return loadResult{err: fmt.Errorf("model.path: %w", err)}
 	}
@@ -392,6 +394,10 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 		return loadResult{err: fmt.Errorf("%s: %w", path, err)}
 	}
 	sched := engine.NewScheduler(eng, cfg.API.QueueDepth)
+	info, err := modelInfo(path, eng.Arch())
+	if err != nil { // the page shows less; serving goes on
+		d.log.Warn().Err(err).Msg("model details for the status page")
+	}
 	newHandler := d.newHandler
 	if newHandler == nil {
 		newHandler = newWebHandler
@@ -407,7 +413,9 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 		Log:            d.log,
 		// Requests that passed serveHTTP's gate before a stop began are
 		// served to the end: the API handler only exists once loaded.
-		Ready: func() bool { return d.state.Load() != stateLoading },
+		Ready:  func() bool { return d.state.Load() != stateLoading },
+		Status: newStatusSource(d),
+		Model:  info,
 	})
 	if err != nil {
 		eng.Close()
@@ -438,6 +446,8 @@ type handlerOptions struct {
 	RequestTimeout time.Duration
 	Log            zerolog.Logger
 	Ready          func() bool
+	Status         web.StatusSource // the status page's and /metrics' view of the daemon
+	Model          web.ModelInfo
 }
 
 // serveHTTP answers for the daemon while it is not serving (loading,

@@ -55,12 +55,13 @@ type usage struct {
 }
 
 type promptTokensDetails struct {
-	// CachedTokens is 0 until the engine reuses cached prefixes.
+	// CachedTokens are the prompt tokens restored from the prefix cache.
 	CachedTokens int `json:"cached_tokens"`
 }
 
 func newUsage(o genOutcome) usage {
-	return usage{PromptTokens: o.promptTokens, CompletionTokens: o.outputTokens, TotalTokens: o.promptTokens + o.outputTokens}
+	return usage{PromptTokens: o.promptTokens, CompletionTokens: o.outputTokens, TotalTokens: o.promptTokens + o.outputTokens,
+		PromptTokensDetails: promptTokensDetails{CachedTokens: o.cachedTokens}}
 }
 
 type chatChunk struct {
@@ -186,6 +187,7 @@ func finishReason(engineFinish string, calls bool) string {
 
 func (s *Server) recordOutcome(rec *record, out genOutcome) {
 	rec.promptTokens = out.promptTokens
+	rec.cachedTokens = out.cachedTokens
 	rec.outputTokens = out.outputTokens
 	rec.finish = out.finish
 	if out.timedTokens > 0 {
@@ -235,6 +237,7 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	plan.publishAt = s.publishPoints(p.Chat, promptText, plan.prompt)
 	reasoningOpen := chat.ReasoningOpen(promptText)
 	hasTools := len(p.Chat.Tools) > 0
 	parse := hasTools && p.ToolChoice != toolNone

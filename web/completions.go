@@ -57,6 +57,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	plan.split = plainText{}
+	// A raw prompt has no template to say where the next one will agree
+	// with it: publish it whole, for a next prompt that extends it.
+	plan.publishAt = []int{len(plan.prompt)}
 	rec.promptTokens = len(plan.prompt)
 	ctx, cancel := s.requestContext(r)
 	defer cancel()

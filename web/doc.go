@@ -22,6 +22,14 @@
 // {"error":{"message","type","param","code"}}; panics become a 500 and a
 // log line.
 //
+// The server also shows how the box is doing: GET / is the status page
+// (static/, embedded in the binary, no CDN), which polls GET /status.json
+// every 2 s and draws its own SVG charts; GET /metrics is Prometheus text
+// from a registry of the server's own, with vLLM-style edgellmd_* names.
+// Figures about the request are recorded where its log line is written;
+// the power mode, telemetry and settings come from the daemon through a
+// StatusSource. These routes, like /health, need no API key.
+//
 // What it is not for: loading models, config, signals and the listener's
 // lifecycle (daemon), or anything inside the engine. It never imports
 // daemon.

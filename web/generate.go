@@ -28,6 +28,7 @@ type genPlan struct {
 	ignoreEOS bool
 	stops     []stopString
 	split     splitter
+	publishAt []int // prefix cache snapshot positions (engine.Request.PublishAt)
 
 	// force is markup the answer must begin with (tool_choice "required"
 	// or a named function). With mayReason the model first writes its
@@ -41,6 +42,7 @@ type genPlan struct {
 // genOutcome summarises a generation for the response and the log line.
 type genOutcome struct {
 	promptTokens int
+	cachedTokens int    // prompt tokens the engine restored from its prefix cache
 	outputTokens int    // generated tokens, plus forced markup tokens
 	finish       string // "stop" or "length"; the caller turns "stop" into "tool_calls"
 	firstToken   time.Time
@@ -83,14 +85,16 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 		}
 		return nil
 	})
-	req := engine.Request{Prompt: plan.prompt, MaxTokens: plan.maxTokens, Sample: plan.sample, IgnoreEOS: plan.ignoreEOS}
+	req := engine.Request{Prompt: plan.prompt, MaxTokens: plan.maxTokens, Sample: plan.sample, IgnoreEOS: plan.ignoreEOS, PublishAt: plan.publishAt}
 
+	reasoned := false
 	if plan.force != "" {
 		prompt := plan.prompt
 		used := 0
 		if plan.mayReason {
 			var kept []int32
 			var done bool
+			reasoned = true
 			kept, done, err = s.reasonFirst(ctx, plan, dec, sink, &out)
 			if err != nil || done {
 				return out, err
@@ -117,6 +121,9 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 	}
 
 	res, err := s.source(ctx, req, emit)
+	if !reasoned { // else the reasoning run, on the prompt itself, said it
+		out.cachedTokens = min(res.CachedTokens, out.promptTokens)
+	}
 	out.outputTokens += len(res.Tokens)
 	if err != nil {
 		if plan.force != "" && errors.Is(err, engine.ErrContextFull) && out.outputTokens > 0 {
@@ -157,8 +164,9 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 		}
 		return nil
 	})
-	req := engine.Request{Prompt: plan.prompt, MaxTokens: plan.maxTokens, Sample: plan.sample, IgnoreEOS: plan.ignoreEOS}
+	req := engine.Request{Prompt: plan.prompt, MaxTokens: plan.maxTokens, Sample: plan.sample, IgnoreEOS: plan.ignoreEOS, PublishAt: plan.publishAt}
 	res, err := s.source(ctx, req, emit)
+	out.cachedTokens = res.CachedTokens
 	if err != nil {
 		return nil, true, err
 	}
@@ -167,7 +175,7 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 	case gate.closed:
 		return res.Tokens, false, nil
 	case gate.none:
-		*out = genOutcome{promptTokens: out.promptTokens}
+		*out = genOutcome{promptTokens: out.promptTokens, cachedTokens: out.cachedTokens}
 		return nil, false, nil
 	case len(gate.undecided) > 0:
 		deltas, _ := dec.push(gate.undecided)

@@ -44,6 +44,11 @@ type Options struct {
 	// Ready reports whether the server may take generations; until then
 	// /health and the generation routes answer 503. nil means always.
 	Ready func() bool
+	// Status feeds the status page and /metrics with the power mode, the
+	// machine's telemetry and the settings in force; nil shows none.
+	Status StatusSource
+	// Model describes the model file on the status page.
+	Model ModelInfo
 }
 
 // DefaultMaxBodyBytes is the body limit when Options.MaxBodyBytes is unset.
@@ -64,6 +69,9 @@ type Server struct {
 	bosText  string
 	created  int64
 	keyHash  [32]byte
+	started  time.Time
+	metrics  *metrics
+	book     statusBook // recent requests and errors for the status page
 }
 
 // New builds the server and its routes.
@@ -83,7 +91,8 @@ func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSourc
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	s := &Server{opt: opt, log: opt.Log, source: src, tok: tok, ctxLen: ctxLen, tpl: opt.Template, created: time.Now().Unix()}
+	s := &Server{opt: opt, log: opt.Log, source: src, tok: tok, ctxLen: ctxLen, tpl: opt.Template, created: time.Now().Unix(), started: time.Now()}
+	s.book.since = s.started
 	v := tok.Vocab()
 	if v.BOS >= 0 && int(v.BOS) < len(v.Tokens) {
 		s.bosText = v.Tokens[v.BOS]
@@ -104,6 +113,8 @@ func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSourc
 		s.keyHash = sha256.Sum256([]byte(opt.APIKey))
 	}
 	s.routes()
+	s.metrics = newMetrics(s)
+	s.statusRoutes()
 	s.handler = s.logRequests(s.recoverPanics(s.router))
 	return s, nil
 }
@@ -272,6 +283,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		elapsed := time.Since(start)
+		s.metrics.observe(rec, status, elapsed)
+		s.book.observe(time.Now(), id, r.Method, r.URL.Path, rec, status, elapsed)
 		level := zerolog.InfoLevel
 		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/v1/") {
 			level = zerolog.DebugLevel // health checks and scrapes

@@ -1,0 +1,172 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/bench"
+	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
+
+const agentTrace = "../bench/testdata/agentic_coding_2.5h.jsonl"
+
+func loadTrace(t *testing.T) *bench.Trace {
+	t.Helper()
+	tr, err := bench.LoadTrace(agentTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestPublishPointsAgentTurns renders the first turns of two recorded
+// agent conversations with the Qwen3 template (reasoning off) and checks
+// the publish points: each turn's stable boundary is a prefix, in tokens, of
+// the next turn's prompt and leaves out only the generation prompt; the
+// end of the system turn is shared by the other conversation.
+func TestPublishPointsAgentTurns(t *testing.T) {
+	ts := qwen35Server(t, 1, Options{})
+	s := ts.api
+	tr := loadTrace(t)
+	render := func(tn bench.Turn) (string, []int32, []int) {
+		req := bench.TemplateRequest(tn.Messages, tn.Tools, false)
+		text, err := s.tpl.Render(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := s.encodePrompt(text)
+		return text, ids, s.publishPoints(req, text, ids)
+	}
+	conv := tr.Conversations[0].Requests
+	var prev []int32
+	var prevStable int
+	for i := 0; i < min(6, len(conv)); i++ {
+		text, ids, points := render(conv[i])
+		if len(points) == 0 {
+			t.Fatalf("turn %d: no publish points", i)
+		}
+		stable := points[0]
+		if gen := len(ids) - stable; gen <= 0 || gen > 8 {
+			t.Errorf("turn %d: stable boundary %d of %d tokens: %d tokens left out (%q)", i, stable, len(ids), gen,
+				s.tok.Decode(ids[stable:]))
+		}
+		if !strings.HasSuffix(s.tok.Decode(ids[:stable]), "<|im_start|>assistant\n") {
+			t.Errorf("turn %d: the stable boundary is not right after the assistant header: ...%q", i, text[max(0, len(s.tok.Decode(ids[:stable]))-30):len(s.tok.Decode(ids[:stable]))])
+		}
+		if prev != nil && !slices.Equal(prev[:prevStable], ids[:prevStable]) {
+			t.Errorf("turn %d does not start with the previous turn's stable prefix", i)
+		}
+		prev, prevStable = ids, stable
+		if i == 0 {
+			if len(points) != 2 || points[1] >= stable {
+				t.Fatalf("turn 0: points %v, want the stable boundary and the system turn's end", points)
+			}
+			_, other, _ := render(tr.Conversations[1].Requests[0])
+			sys := points[1]
+			if !slices.Equal(ids[:sys], other[:sys]) {
+				t.Errorf("the system turn's end (%d tokens) is not shared with conversation 2", sys)
+			}
+			if !strings.HasSuffix(s.tok.Decode(ids[:sys]), "<|im_start|>user\n") {
+				t.Errorf("system point ends with %q", s.tok.Decode(ids[sys-5:sys]))
+			}
+		}
+	}
+}
+
+// TestCachedTokensAgentConversation replays the first turns of a recorded
+// agent conversation through a server whose engine has the prefix cache,
+// and through one without: usage.prompt_tokens_details.cached_tokens is
+// the previous turn's stable boundary from the second turn on (and the log
+// line says so), and the answers are the same as cold.
+func TestCachedTokensAgentConversation(t *testing.T) {
+	path := qwen35Model(t)
+	warmEng, err := engine.Load(path, engine.Options{Threads: 1, KVType: tensor.F16, ContextLen: 16384, CacheMaxBytes: 1 << 30, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { warmEng.Close() })
+	coldEng, err := engine.Load(path, engine.Options{Threads: 1, KVType: tensor.F16, ContextLen: 16384, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { coldEng.Close() })
+	warm := startServer(t, warmEng, 1, Options{})
+	cold := startServer(t, coldEng, 1, Options{})
+	tr := loadTrace(t)
+	off := false
+	opts := bench.RequestOptions{Temperature: 0, Seed: 1, MaxTokens: 4, IgnoreEOS: true, EnableThinking: &off}
+	type answer struct {
+		text   string
+		usage  usage
+		logged float64
+	}
+	ask := func(ts *testServer, tn bench.Turn, id string) answer {
+		body, err := bench.ChatBody(tn.Messages, tn.Tools, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, _, data := post(t, ts.URL+"/v1/chat/completions", string(body), "X-Request-ID", id)
+		if status != 200 {
+			t.Fatalf("status %d: %s", status, data)
+		}
+		var a answer
+		for _, ev := range sseEvents(t, data) {
+			if ev == "[DONE]" {
+				continue
+			}
+			var c chatChunk
+			if err := json.Unmarshal([]byte(ev), &c); err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range c.Choices {
+				if ch.Delta.Content != nil {
+					a.text += *ch.Delta.Content
+				}
+				if ch.Delta.ReasoningContent != nil {
+					a.text += *ch.Delta.ReasoningContent
+				}
+				for _, tc := range ch.Delta.ToolCalls {
+					a.text += tc.Function.Name + tc.Function.Arguments
+				}
+			}
+			if c.Usage != nil {
+				a.usage = *c.Usage
+			}
+		}
+		a.logged, _ = ts.logs.requestLine(t, id)["cached_prompt_tokens"].(float64)
+		return a
+	}
+	conv := tr.Conversations[0].Requests
+	prevStable := 0
+	for i := 0; i < min(3, len(conv)); i++ {
+		w := ask(warm, conv[i], fmt.Sprintf("warm-%d", i))
+		c := ask(cold, conv[i], fmt.Sprintf("cold-%d", i))
+		if w.text != c.text {
+			t.Errorf("turn %d: warm answer %q, cold %q", i, w.text, c.text)
+		}
+		if c.usage.PromptTokensDetails.CachedTokens != 0 {
+			t.Errorf("turn %d: the cache-less server reports %d cached tokens", i, c.usage.PromptTokensDetails.CachedTokens)
+		}
+		got := w.usage.PromptTokensDetails.CachedTokens
+		if got != prevStable {
+			t.Errorf("turn %d: %d cached tokens of %d, want the previous turn's stable boundary %d", i, got, w.usage.PromptTokens, prevStable)
+		}
+		if int(w.logged) != got {
+			t.Errorf("turn %d: log line says %v cached tokens, usage %d", i, w.logged, got)
+		}
+		if i > 0 && got == 0 {
+			t.Errorf("turn %d: nothing cached", i)
+		}
+		t.Logf("turn %d: %d prompt tokens, %d cached", i, w.usage.PromptTokens, got)
+		req := bench.TemplateRequest(conv[i].Messages, conv[i].Tools, false)
+		text, _ := warm.api.tpl.Render(req)
+		ids := warm.api.encodePrompt(text)
+		prevStable = warm.api.publishPoints(req, text, ids)[0]
+	}
+}
