@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/edgellmd
 MODEL   ?= testdata/models/stories260K.gguf
 
-.PHONY: build test e2e bench lint fuzz run serve clean
+.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/edgellmd
@@ -36,6 +36,18 @@ run: build
 # Build and start the daemon on the bundled model (127.0.0.1:8001, Ctrl-C stops it).
 serve: build
 	./$(BIN) serve --model $(MODEL)
+
+# Debian packages for arm64 (Jetson) and amd64, cross-built from any machine
+# with Go and dpkg-deb: bin/deb/edgellmd_<version>_<arch>.deb, version from
+# git (packaging/build-deb.sh says how). DEB_VERSION=... overrides it.
+deb:
+	GO=$(GO) sh packaging/build-deb.sh amd64 arm64
+
+# Builds both .debs and checks them: dpkg-deb fields and contents, lintian,
+# systemd-analyze verify, shellcheck, and (as root, with debootstrap) an
+# install/upgrade/purge test in a Debian bookworm chroot. Slow (minutes).
+test-deb:
+	GO=$(GO) sh packaging/test-deb.sh
 
 clean:
 	rm -rf bin

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -139,5 +140,31 @@ func TestBenchDecodeJSONLines(t *testing.T) {
 		if b.PrefillTokS <= 0 || b.DecodeTokS <= 0 || b.PromptTokens != 64 || b.GenTokens != 16 || b.Threads != 1 {
 			t.Fatalf("bad line %+v", b)
 		}
+	}
+}
+
+func TestPowerPinReadsTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("power:\n  pin: MAXN\n  jetson_clockz: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte("power:\n  pin: MAXN\n  jetson_clocks: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pc := "../../power/testdata/root/x86"
+	if _, errOut, code := run(t, "power", "pin", "--root", pc, "-c", bad); code != 1 || !strings.Contains(errOut, "power.jetson_clockz") {
+		t.Fatalf("bad config: exit %d, %q; want an error naming power.jetson_clockz", code, errOut)
+	}
+	if _, errOut, code := run(t, "power", "pin", "--root", pc, "-c", filepath.Join(dir, "absent.yaml")); code != 1 || !strings.Contains(errOut, "absent.yaml") {
+		t.Fatalf("explicit missing config: exit %d, %q", code, errOut)
+	}
+	out, errOut, code := run(t, "power", "pin", "--root", pc, "-c", good)
+	if code != 0 {
+		t.Fatalf("not a Jetson: exit %d, %q (want a no-op)", code, errOut)
+	}
+	if !strings.Contains(strings.ToLower(out+errOut), "jetson") {
+		t.Fatalf("no-op should say it is not a Jetson: %q %q", out, errOut)
 	}
 }

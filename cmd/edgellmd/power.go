@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/edgellmd/edgellmd/daemon"
 	"github.com/edgellmd/edgellmd/power"
 )
 
@@ -23,8 +26,9 @@ func cmdPower(args []string, stdout io.Writer, log zerolog.Logger) error {
 	}
 	fs := newFlagSet("power " + sub)
 	root := fs.String("root", "/", "filesystem root to read the board's files under (tests use a fake tree)")
-	mode := fs.String("mode", "MAXN", "power mode to pin, by name as nvpmodel lists it")
-	clocks := fs.Bool("jetson-clocks", false, "run jetson_clocks once the mode is right (pin)")
+	cfgPath := fs.String("c", daemon.DefaultConfigPath, "config file whose power.pin and power.jetson_clocks are the defaults (absent file: MAXN, no jetson_clocks)")
+	mode := fs.String("mode", "MAXN", "power mode to pin, by name as nvpmodel lists it (overrides power.pin)")
+	clocks := fs.Bool("jetson-clocks", false, "run jetson_clocks once the mode is right (overrides power.jetson_clocks)")
 	asJSON := fs.Bool("json", false, "print the status as JSON (status)")
 	timeout := fs.Duration("timeout", power.DefaultCommandTimeout, "time limit for each nvpmodel / jetson_clocks run")
 	pos, err := parseFlags(fs, args[1:])
@@ -33,6 +37,22 @@ func cmdPower(args []string, stdout io.Writer, log zerolog.Logger) error {
 	}
 	if len(pos) > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, pos[0])
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	cfg, err := daemon.LoadConfig(*cfgPath)
+	switch {
+	case errors.Is(err, iofs.ErrNotExist) && !set["c"]:
+		// No config file: the flags' defaults stand.
+	case err != nil:
+		return err
+	default:
+		if !set["mode"] {
+			*mode = cfg.Power.Pin
+		}
+		if !set["jetson-clocks"] {
+			*clocks = cfg.Power.JetsonClocks
+		}
 	}
 	ctl, err := power.New(power.Options{Root: *root, Mode: *mode, JetsonClocks: *clocks,
 		CommandTimeout: *timeout, Logger: log})

@@ -1,0 +1,293 @@
+#!/bin/sh
+# test-deb.sh: build the .debs and check them (make test-deb).
+#
+#   1. build edgellmd_<v>_amd64.deb and _arm64.deb (packaging/build-deb.sh);
+#   2. dpkg-deb --info/--contents: control fields, conffiles, paths, modes,
+#      owners, the ELF machine of each binary, the shipped config and model
+#      byte-equal to packaging/edgellmd.yaml and testdata/models/;
+#   3. lintian: no errors and no warnings (overrides carry their reasons in
+#      debian/edgellmd.lintian-overrides);
+#   4. systemd-analyze verify on the unit, inside the unpacked package;
+#   5. sh -n and shellcheck on the maintainer scripts;
+#   6. install test in a debootstrapped Debian bookworm (as root, when
+#      debootstrap is there and DEB_CHROOT_TEST is not 0): install, user,
+#      files, conffile, enabled unit, `edgellmd version` and a short
+#      generation inside the chroot; remove keeps state; upgrade to a newer
+#      build keeps a locally edited conffile; purge removes state and config.
+#
+# Tools: dpkg-deb, lintian, shellcheck, systemd (systemd-analyze),
+# debootstrap (the chroot test). A check whose tool is missing fails, except
+# the chroot test, which is skipped with its reason when not root or when
+# DEB_CHROOT_TEST=0. DEB_CHROOT_CACHE (default ~/.cache/edgellmd/chroot-bookworm,
+# outside the module so `go test ./...` never walks it) keeps the pristine
+# debootstrapped tree between runs; DEB_MIRROR picks the mirror.
+# awk programs and unit lines are single-quoted on purpose ($1, $MAINPID):
+# shellcheck disable=SC2016
+set -eu
+
+cd "$(dirname "$0")/.."
+OUT=${DEB_OUT:-bin/deb}
+export DEB_OUT="$OUT"
+TMP=$(mktemp -d)
+ROOT=""
+cleanup() {
+	if [ -n "$ROOT" ]; then
+		if mountpoint -q "$ROOT/proc" && ! umount "$ROOT/proc"; then
+			echo "test-deb: could not unmount $ROOT/proc; leaving $ROOT" >&2
+		else
+			rm -rf --one-file-system "$ROOT"
+		fi
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+fails=0
+pass() { echo "ok    $*"; }
+fail() {
+	echo "FAIL  $*"
+	fails=$((fails + 1))
+}
+check() { # check DESCRIPTION COMMAND...
+	d=$1
+	shift
+	if "$@" >"$TMP/check.out" 2>&1; then
+		pass "$d"
+	else
+		fail "$d"
+		sed 's/^/      /' "$TMP/check.out"
+	fi
+}
+need() {
+	command -v "$1" >/dev/null || {
+		echo "test-deb: $1 not found: $2" >&2
+		exit 1
+	}
+}
+need dpkg-deb "apt-get install dpkg"
+need lintian "apt-get install lintian"
+need shellcheck "apt-get install shellcheck"
+need systemd-analyze "apt-get install systemd"
+
+# 1. Build.
+rm -f "$OUT"/edgellmd_*.deb
+start=$(date +%s)
+sh packaging/build-deb.sh amd64 arm64 >"$TMP/built"
+echo "built in $(($(date +%s) - start)) s:"
+sed 's/^/      /' "$TMP/built"
+[ "$(wc -l <"$TMP/built")" = 2 ] || {
+	echo "test-deb: expected 2 packages" >&2
+	exit 1
+}
+
+# shellcheck disable=SC2013 # one path per line, no spaces (checked by build-deb.sh)
+for deb in $(cat "$TMP/built"); do
+	arch=${deb##*_}
+	arch=${arch%.deb}
+	version=${deb##*/edgellmd_}
+	version=${version%_*}
+	echo "== $deb ($(du -k "$deb" | cut -f1) KiB)"
+
+	# 2. Metadata and contents.
+	field() { dpkg-deb --field "$deb" "$1"; }
+	check "Package is edgellmd" test "$(field Package)" = edgellmd
+	check "Version is $version" test "$(field Version)" = "$version"
+	check "Architecture is $arch" test "$(field Architecture)" = "$arch"
+	check "Depends on adduser" sh -c "dpkg-deb --field '$deb' Depends | grep -qw adduser"
+	for f in Maintainer Installed-Size Section Priority Homepage Description; do
+		check "has $f" test -n "$(field "$f")"
+	done
+	check "dpkg-deb --info lists the maintainer scripts and conffiles" sh -c \
+		"dpkg-deb --info '$deb' | grep -q ' postinst ' && dpkg-deb --info '$deb' | grep -q ' prerm ' &&
+		 dpkg-deb --info '$deb' | grep -q ' postrm ' && dpkg-deb --info '$deb' | grep -q ' conffiles '"
+	rm -rf "$TMP/ctl" "$TMP/root"
+	dpkg-deb --control "$deb" "$TMP/ctl"
+	dpkg-deb --extract "$deb" "$TMP/root"
+	check "conffiles is exactly /etc/edgellmd/edgellmd.yaml" test "$(cat "$TMP/ctl/conffiles")" = /etc/edgellmd/edgellmd.yaml
+	dpkg-deb --contents "$deb" >"$TMP/contents"
+	for p in \
+		'-rwxr-xr-x root/root ./usr/bin/edgellmd' \
+		'-rw-r--r-- root/root ./lib/systemd/system/edgellmd.service' \
+		'-rw-r--r-- root/root ./etc/edgellmd/edgellmd.yaml' \
+		'-rw-r--r-- root/root ./usr/share/edgellmd/models/stories260K.gguf' \
+		'-rw-r--r-- root/root ./usr/share/doc/edgellmd/copyright' \
+		'-rw-r--r-- root/root ./usr/share/doc/edgellmd/changelog.gz' \
+		'-rw-r--r-- root/root ./usr/share/doc/edgellmd/README.md.gz' \
+		'-rw-r--r-- root/root ./usr/share/doc/edgellmd/README.packaging.md.gz' \
+		'-rw-r--r-- root/root ./usr/share/doc/edgellmd/go-modules.txt' \
+		'-rw-r--r-- root/root ./usr/share/man/man1/edgellmd.1.gz' \
+		'-rw-r--r-- root/root ./usr/share/lintian/overrides/edgellmd'; do
+		mode=${p%% *}
+		rest=${p#* }
+		owner=${rest%% *}
+		path=${rest#* }
+		check "contents: $path $mode $owner" awk -v m="$mode" -v o="$owner" -v p="$path" \
+			'$1 == m && $2 == o && $6 == p { found = 1 } END { exit !found }' "$TMP/contents"
+	done
+	check "every entry is owned by root/root" awk '$2 != "root/root" { bad = 1; print } END { exit bad }' "$TMP/contents"
+	check "shipped config equals packaging/edgellmd.yaml" cmp "$TMP/root/etc/edgellmd/edgellmd.yaml" packaging/edgellmd.yaml
+	check "shipped unit equals packaging/edgellmd.service" cmp "$TMP/root/lib/systemd/system/edgellmd.service" packaging/edgellmd.service
+	check "shipped model equals testdata/models/stories260K.gguf" cmp "$TMP/root/usr/share/edgellmd/models/stories260K.gguf" testdata/models/stories260K.gguf
+	# ELF e_machine, little endian, at byte 18: 0x3e x86-64, 0xb7 AArch64.
+	case "$arch" in
+	amd64) want=3e ;;
+	arm64) want=b7 ;;
+	esac
+	machine=$(od -An -tx1 -j18 -N1 "$TMP/root/usr/bin/edgellmd" | tr -d ' ')
+	check "binary is ELF for $arch (e_machine 0x$want)" test "$machine" = "$want"
+	check "md5sums match the files" sh -c "cd '$TMP/root' && md5sum --quiet -c '$TMP/ctl/md5sums'"
+	if [ "$arch" = amd64 ] && [ "$(uname -m)" = x86_64 ]; then
+		check "edgellmd version prints $version" sh -c \
+			"'$TMP/root/usr/bin/edgellmd' version | grep -qxF 'edgellmd $version'"
+	fi
+
+	# 3. lintian.
+	if lintian --fail-on error,warning --display-info "$deb" >"$TMP/lintian" 2>&1; then
+		pass "lintian: no errors or warnings ($(grep -c '^[EWIP]: ' "$TMP/lintian" || true) info/pedantic tags)"
+	else
+		fail "lintian"
+	fi
+	grep -v 'root privileges' "$TMP/lintian" | sed 's/^/      /' || true
+
+	# 5. Maintainer scripts as shipped.
+	for s in postinst prerm postrm; do
+		check "sh -n DEBIAN/$s" sh -n "$TMP/ctl/$s"
+		check "shellcheck DEBIAN/$s" shellcheck -s sh "$TMP/ctl/$s"
+	done
+	check "maintainer scripts equal debian/edgellmd.*" sh -c \
+		"cmp '$TMP/ctl/postinst' debian/edgellmd.postinst && cmp '$TMP/ctl/prerm' debian/edgellmd.prerm && cmp '$TMP/ctl/postrm' debian/edgellmd.postrm"
+done
+
+# 4. The unit, from the unpacked amd64 tree. systemd-analyze verify runs on
+# this machine's systemd units; a copy of the unit with /usr/bin/edgellmd
+# pointed at the unpacked binary lets it check the Exec*= commands, and
+# MANPATH at the unpacked man page lets it check Documentation=man:.
+rm -rf "$TMP/root"
+dpkg-deb --extract "$(grep _amd64.deb "$TMP/built")" "$TMP/root"
+unit="$TMP/root/lib/systemd/system/edgellmd.service"
+mkdir -p "$TMP/unit"
+sed "s|/usr/bin/edgellmd|$TMP/root/usr/bin/edgellmd|g" "$unit" >"$TMP/unit/edgellmd.service"
+man=yes
+if ! command -v man >/dev/null; then
+	man=no
+	echo "note  man not installed: systemd-analyze verify --man=no (Documentation=man: unchecked)"
+fi
+if MANPATH="$TMP/root/usr/share/man" systemd-analyze verify --man=$man "$TMP/unit/edgellmd.service" >"$TMP/verify" 2>&1 &&
+	! grep 'edgellmd' "$TMP/verify" >/dev/null; then
+	pass "systemd-analyze verify edgellmd.service ($(systemd-analyze --version | head -1))"
+else
+	fail "systemd-analyze verify edgellmd.service"
+fi
+sed 's/^/      /' "$TMP/verify"
+for k in 'Type=notify' 'ExecStartPre=+/usr/bin/edgellmd power pin' 'ExecStart=/usr/bin/edgellmd serve' \
+	'ExecReload=/bin/kill -HUP $MAINPID' 'WatchdogSec=120s' 'Restart=on-failure' 'User=_edgellmd' \
+	'StateDirectory=edgellmd' 'CacheDirectory=edgellmd' 'ConfigurationDirectory=edgellmd' \
+	'ProtectSystem=strict' 'ProtectHome=yes' 'PrivateTmp=yes' 'NoNewPrivileges=yes' \
+	'LimitMEMLOCK=infinity' 'After=network.target nvpmodel.service'; do
+	check "unit has $k" grep -qxF "$k" "$unit"
+done
+check "unit has no PrivateDevices= (the GPU is in /dev)" sh -c "! grep -q '^PrivateDevices' '$unit'"
+check "unit has no DevicePolicy=" sh -c "! grep -q '^DevicePolicy' '$unit'"
+if systemd-analyze security --offline=yes "$TMP/unit/edgellmd.service" >"$TMP/security" 2>&1; then :; fi
+if grep -q 'Overall exposure level' "$TMP/security"; then
+	echo "info  systemd-analyze security: $(grep 'Overall exposure level' "$TMP/security" | sed 's/.*: //')"
+fi
+
+# 5b. Source copies of the scripts, and this tooling.
+for s in debian/edgellmd.postinst debian/edgellmd.prerm debian/edgellmd.postrm \
+	packaging/build-deb.sh packaging/test-deb.sh; do
+	check "sh -n $s" sh -n "$s"
+	check "shellcheck $s" shellcheck -s sh "$s"
+done
+
+# 6. Install test in a debootstrapped bookworm.
+chroot_test() {
+	deb=$(grep _amd64.deb "$TMP/built")
+	version=${deb##*/edgellmd_}
+	version=${version%_*}
+	cache=${DEB_CHROOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgellmd/chroot-bookworm}
+	if [ ! -x "$cache/usr/bin/dpkg" ]; then
+		t0=$(date +%s)
+		mkdir -p "$(dirname "$cache")"
+		rm -rf --one-file-system "$cache.tmp"
+		debootstrap --variant=minbase --include=adduser bookworm "$cache.tmp" \
+			"${DEB_MIRROR:-http://deb.debian.org/debian}" >"$TMP/debootstrap.log" 2>&1 || {
+			fail "debootstrap bookworm (log below)"
+			tail -20 "$TMP/debootstrap.log" | sed 's/^/      /'
+			return
+		}
+		mv "$cache.tmp" "$cache"
+		pass "debootstrap --variant=minbase bookworm in $(($(date +%s) - t0)) s"
+	fi
+	ROOT=$(mktemp -d)
+	cp -a "$cache/." "$ROOT/"
+	mount -t proc proc "$ROOT/proc" 2>/dev/null || true
+	in_root() { chroot "$ROOT" "$@"; }
+
+	cp "$deb" "$ROOT/tmp/new.deb"
+	check "dpkg -i (first install)" in_root dpkg -i /tmp/new.deb
+	check "user _edgellmd: system, home /var/lib/edgellmd" sh -c \
+		"chroot '$ROOT' getent passwd _edgellmd | awk -F: '\$3 < 1000 && \$6 == \"/var/lib/edgellmd\" { ok = 1 } END { exit !ok }'"
+	check "group _edgellmd exists" in_root getent group _edgellmd
+	check "/var/lib/edgellmd owned by _edgellmd, 0750" sh -c \
+		"test \"\$(chroot '$ROOT' stat -c '%U:%G %a' /var/lib/edgellmd)\" = '_edgellmd:_edgellmd 750'"
+	check "/var/cache/edgellmd owned by _edgellmd" sh -c \
+		"test \"\$(chroot '$ROOT' stat -c '%U' /var/cache/edgellmd)\" = _edgellmd"
+	for f in /usr/bin/edgellmd /lib/systemd/system/edgellmd.service /etc/edgellmd/edgellmd.yaml \
+		/usr/share/edgellmd/models/stories260K.gguf; do
+		check "installed $f" test -f "$ROOT$f"
+	done
+	check "dpkg knows /etc/edgellmd/edgellmd.yaml as a conffile" sh -c \
+		"chroot '$ROOT' dpkg-query -W -f='\${Conffiles}' edgellmd | grep -q '^ /etc/edgellmd/edgellmd.yaml '"
+	check "unit enabled (multi-user.target.wants link)" test -L "$ROOT/etc/systemd/system/multi-user.target.wants/edgellmd.service"
+	check "edgellmd version in the chroot prints $version" sh -c \
+		"chroot '$ROOT' /usr/bin/edgellmd version | grep -qxF 'edgellmd $version'"
+	check "edgellmd run on the bundled model in the chroot, as _edgellmd" sh -c \
+		"chroot --userspec=_edgellmd:_edgellmd '$ROOT' /usr/bin/edgellmd run -m /usr/share/edgellmd/models/stories260K.gguf -p 'Once upon a time' -n 8 | grep -q ."
+
+	# Remove keeps config and state.
+	echo "# local edit by test-deb" >>"$ROOT/etc/edgellmd/edgellmd.yaml"
+	mkdir -p "$ROOT/var/lib/edgellmd/cache"
+	echo state >"$ROOT/var/lib/edgellmd/cache/marker"
+	check "dpkg -r" in_root dpkg -r edgellmd
+	check "remove kept the state" test -f "$ROOT/var/lib/edgellmd/cache/marker"
+	check "remove kept the edited conffile" grep -q 'local edit by test-deb' "$ROOT/etc/edgellmd/edgellmd.yaml"
+	check "remove deleted the binary" test ! -e "$ROOT/usr/bin/edgellmd"
+	check "dpkg -i again (reinstall over removed)" in_root dpkg -i /tmp/new.deb </dev/null
+
+	# Upgrade to a newer build keeps the edited conffile, without a prompt.
+	newer="$version+upgradetest"
+	DEB_VERSION="$newer" DEB_OUT="$TMP/newer" sh packaging/build-deb.sh amd64 >"$TMP/newer.path"
+	cp "$(cat "$TMP/newer.path")" "$ROOT/tmp/newer.deb"
+	check "dpkg -i newer build ($newer), stdin closed" in_root dpkg -i /tmp/newer.deb </dev/null
+	check "upgraded: edgellmd version prints $newer" sh -c \
+		"chroot '$ROOT' /usr/bin/edgellmd version | grep -qxF 'edgellmd $newer'"
+	check "upgrade kept the edited conffile" grep -q 'local edit by test-deb' "$ROOT/etc/edgellmd/edgellmd.yaml"
+	check "upgrade left no .dpkg-new/.dpkg-dist" sh -c "! ls '$ROOT'/etc/edgellmd/*.dpkg-* 2>/dev/null"
+	check "upgrade kept the state" test -f "$ROOT/var/lib/edgellmd/cache/marker"
+
+	# Purge removes state, cache, config and the enablement.
+	check "dpkg --purge" in_root dpkg --purge edgellmd
+	for d in /var/lib/edgellmd /var/cache/edgellmd /etc/edgellmd /usr/bin/edgellmd \
+		/etc/systemd/system/multi-user.target.wants/edgellmd.service; do
+		check "purge removed $d" test ! -e "$ROOT$d"
+	done
+	check "purge kept the system user (Debian practice)" in_root getent passwd _edgellmd
+}
+if [ "${DEB_CHROOT_TEST:-1}" = 0 ]; then
+	echo "skip  chroot install test: DEB_CHROOT_TEST=0"
+elif [ "$(id -u)" != 0 ]; then
+	echo "skip  chroot install test: needs root (chroot, dpkg in the tree)"
+elif ! command -v debootstrap >/dev/null; then
+	echo "skip  chroot install test: debootstrap not found (apt-get install debootstrap)"
+else
+	t0=$(date +%s)
+	chroot_test
+	echo "chroot install test took $(($(date +%s) - t0)) s"
+fi
+
+if [ "$fails" -ne 0 ]; then
+	echo "test-deb: $fails check(s) failed"
+	exit 1
+fi
+echo "test-deb: all checks passed"
