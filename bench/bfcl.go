@@ -631,22 +631,10 @@ func WriteBFCLReport(dir string, res *BFCLResult) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if err := writeFile(filepath.Join(dir, BFCLResultsFile), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		for _, r := range res.Records {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := writeJSONLines(filepath.Join(dir, BFCLResultsFile), res.Records); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, BFCLSummaryFile), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res.Summary)
-	}); err != nil {
+	if err := writeJSON(filepath.Join(dir, BFCLSummaryFile), res.Summary); err != nil {
 		return err
 	}
 	return writeFile(filepath.Join(dir, BFCLReportFile), func(w io.Writer) error { return WriteBFCLText(w, res) })

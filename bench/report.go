@@ -28,22 +28,10 @@ func WriteReport(dir string, res *Result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if err := writeFile(filepath.Join(dir, PerTurnFile), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		for _, r := range res.Records {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := writeJSONLines(filepath.Join(dir, PerTurnFile), res.Records); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, SummaryFile), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res.Summary)
-	}); err != nil {
+	if err := writeJSON(filepath.Join(dir, SummaryFile), res.Summary); err != nil {
 		return err
 	}
 	if err := writeFile(filepath.Join(dir, ReportFile), func(w io.Writer) error {
@@ -71,6 +59,28 @@ func writeFile(path string, fill func(io.Writer) error) error {
 		return fmt.Errorf("report %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeJSONLines writes one JSON object a line.
+func writeJSONLines[T any](path string, recs []T) error {
+	return writeFile(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		for _, r := range recs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(path string, v any) error {
+	return writeFile(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	})
 }
 
 // WriteText writes the human-readable report: the summary, then one line
