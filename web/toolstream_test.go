@@ -56,7 +56,7 @@ func qwenTemplate(t *testing.T, model string) *chat.Template {
 	t.Helper()
 	src := qwen3Tokenizer(t).Vocab().ChatTemplate
 	if model == "qwen35" {
-		data, err := os.ReadFile("testdata/qwen35-template/chat_template.jinja")
+		data, err := os.ReadFile("../engine/chat/testdata/qwen35/chat_template.jinja") // kept once, with its origin, in engine/chat
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -526,7 +526,7 @@ func TestToolChoice(t *testing.T) {
 
 func TestProbeToolMarkup(t *testing.T) {
 	// The expected strings are the literals of the two templates' tool-call
-	// branches (testdata/qwen35-template, Qwen3's tokenizer_config.json).
+	// branches (engine/chat/testdata/qwen35, Qwen3's tokenizer_config.json).
 	cases := []struct {
 		model string
 		want  toolMarkup

@@ -143,7 +143,7 @@ func (m *bpeModel) encodeHeap(out []int32, word string) []int32 {
 		syms[i] = bpeSym{id: m.byteTok[word[i]], prev: int32(i - 1), next: int32(i + 1)}
 	}
 	syms[n-1].next = -1
-	var h []bpeCand
+	var h mergeHeap[bpeCand]
 	push := func(l, r int32) {
 		if l < 0 || r < 0 || syms[l].id < 0 || syms[r].id < 0 {
 			return
@@ -152,43 +152,14 @@ func (m *bpeModel) encodeHeap(out []int32, word string) []int32 {
 		if !ok {
 			return
 		}
-		h = append(h, bpeCand{rank: mg.rank, left: l, right: r, lid: syms[l].id, rid: syms[r].id, id: mg.id})
-		for i := len(h) - 1; i > 0; {
-			p := (i - 1) / 2
-			if !h[i].before(h[p]) {
-				break
-			}
-			h[i], h[p] = h[p], h[i]
-			i = p
-		}
-	}
-	pop := func() bpeCand {
-		top := h[0]
-		last := len(h) - 1
-		h[0] = h[last]
-		h = h[:last]
-		for i := 0; ; {
-			l, r, s := 2*i+1, 2*i+2, i
-			if l < last && h[l].before(h[s]) {
-				s = l
-			}
-			if r < last && h[r].before(h[s]) {
-				s = r
-			}
-			if s == i {
-				break
-			}
-			h[i], h[s] = h[s], h[i]
-			i = s
-		}
-		return top
+		h.push(bpeCand{rank: mg.rank, left: l, right: r, lid: syms[l].id, rid: syms[r].id, id: mg.id})
 	}
 	for i := 0; i+1 < n; i++ {
 		push(int32(i), int32(i+1))
 	}
 	const dead = -2
 	for len(h) > 0 {
-		c := pop()
+		c := h.pop()
 		l, r := &syms[c.left], &syms[c.right]
 		if l.id == dead || r.id == dead || l.next != c.right || l.id != c.lid || r.id != c.rid {
 			continue // stale

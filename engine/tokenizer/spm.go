@@ -54,7 +54,7 @@ func (t *Tokenizer) encodeSPM(out []int32, frag string, prefixSpace bool) []int3
 	}
 	syms[len(syms)-1].next = -1
 
-	var h []spmCand
+	var h mergeHeap[spmCand]
 	push := func(l, r int32) {
 		if l < 0 || r < 0 {
 			return
@@ -64,42 +64,13 @@ func (t *Tokenizer) encodeSPM(out []int32, frag string, prefixSpace bool) []int3
 		if !ok {
 			return
 		}
-		h = append(h, spmCand{score: t.vocab.Scores[id], left: l, right: r, size: a.n + b.n})
-		for i := len(h) - 1; i > 0; {
-			p := (i - 1) / 2
-			if !h[i].before(h[p]) {
-				break
-			}
-			h[i], h[p] = h[p], h[i]
-			i = p
-		}
-	}
-	pop := func() spmCand {
-		top := h[0]
-		last := len(h) - 1
-		h[0] = h[last]
-		h = h[:last]
-		for i := 0; ; {
-			l, r, s := 2*i+1, 2*i+2, i
-			if l < last && h[l].before(h[s]) {
-				s = l
-			}
-			if r < last && h[r].before(h[s]) {
-				s = r
-			}
-			if s == i {
-				break
-			}
-			h[i], h[s] = h[s], h[i]
-			i = s
-		}
-		return top
+		h.push(spmCand{score: t.vocab.Scores[id], left: l, right: r, size: a.n + b.n})
 	}
 	for i := 1; i < len(syms); i++ {
 		push(int32(i-1), int32(i))
 	}
 	for len(h) > 0 {
-		c := pop()
+		c := h.pop()
 		l, r := &syms[c.left], &syms[c.right]
 		// Skip a pair one of whose symbols has since been merged.
 		if l.n == 0 || r.n == 0 || l.n+r.n != c.size {
