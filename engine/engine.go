@@ -13,6 +13,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/speculative"
 	"github.com/edgellmd/edgellmd/engine/state"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
@@ -26,7 +27,14 @@ type Options struct {
 	// CacheMaxBytes bounds the in-memory prefix cache (engine/state); <= 0
 	// turns it off: every request prefills its whole prompt.
 	CacheMaxBytes int64
-	Log           zerolog.Logger
+	// CacheDir keeps the prefix cache across restarts ("" = memory only),
+	// within CacheMaxDiskBytes.
+	CacheDir          string
+	CacheMaxDiskBytes int64
+	// Draft are the speculative decoding parameters to start with (see
+	// SetDraft); the zero value is off.
+	Draft speculative.Config
+	Log   zerolog.Logger
 }
 
 // Engine is one loaded model with its tokenizer and kernels' worker pool.
@@ -46,6 +54,7 @@ type Engine struct {
 	// lastStep is when the last forward pass (prefill chunk or decode step)
 	// ended, in unix nanoseconds: the scheduler's liveness signal.
 	lastStep atomic.Int64
+	draft    atomic.Pointer[speculative.Config] // set by SetDraft
 }
 
 // sequence returns the engine's one sequence state, emptied.
