@@ -104,6 +104,10 @@ func Load(path string, opt Options) (*Engine, error) {
 	if opt.CacheMaxBytes > 0 {
 		e.cache = state.New(opt.CacheMaxBytes)
 	}
+	if err := e.SetDraft(opt.Draft); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return e, nil
 }
 
@@ -150,6 +154,12 @@ type Result struct {
 	Tokens       []int32
 	FinishReason string // "stop" (end-of-generation token) or "length"
 	CachedTokens int    // prompt tokens restored from the prefix cache, not prefilled
+	// TargetSteps are the model's forward passes while decoding (one per
+	// output token after the first without drafting, fewer with it);
+	// DraftTokens the draft tokens verified, AcceptedTokens those accepted.
+	TargetSteps    int
+	DraftTokens    int
+	AcceptedTokens int
 	PrefillTime  time.Duration
 	DecodeTime   time.Duration // from the first output token to the last
 }
@@ -220,6 +230,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 		if err := e.decode(one); err != nil {
 			return res, err
 		}
+		res.TargetSteps++
 	}
 	if !tFirst.IsZero() {
 		res.DecodeTime = time.Since(tFirst)

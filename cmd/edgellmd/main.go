@@ -20,6 +20,7 @@ const usage = `edgellmd: an edge LLM appliance with an OpenAI-compatible endpoin
 Usage:
   edgellmd serve    [-c /etc/edgellmd/edgellmd.yaml] [--model MODEL.gguf] [--listen 127.0.0.1:8001] [--log-level info] [--check-config]
   edgellmd run      -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k K] [--top-p P] [--seed 42] [--json] [--ignore-eos] [--special=false]
+                    [--kv f16|f32] [--draft off|linear|tree] [--draft-steps 8] [--draft-top-k 2] [--draft-nodes 16] [--drafters mtp,suffix]
   edgellmd quantize IN.gguf OUT.gguf --type nvfp4 [--keep PATTERN]...
   edgellmd synth    --arch qwen35 --size tiny|small|bench [--tokenizer tokenizer.json] [--mtp] --seed N -o OUT.gguf
   edgellmd bench    decode -m MODEL.gguf [--prompt-tokens 512] [--gen 128] [--threads 1] [--runs 3] [--json]

@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/speculative"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -21,6 +23,8 @@ type engineFlags struct {
 	threads int
 	kv      string
 	ctx     int
+	draft   speculative.Config
+	drafter string
 }
 
 func (f *engineFlags) register(fs interface {
@@ -31,6 +35,12 @@ func (f *engineFlags) register(fs interface {
 	fs.IntVar(&f.threads, "threads", defaultThreads, "kernel worker threads (0 = all cores)")
 	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f16 (as llama.cpp) or f32")
 	fs.IntVar(&f.ctx, "ctx", 0, "context length in tokens (0 = the model's)")
+	def := speculative.DefaultConfig()
+	fs.StringVar(&f.draft.Mode, "draft", def.Mode, "speculative decoding: off, linear or tree")
+	fs.IntVar(&f.draft.Steps, "draft-steps", def.Steps, "draft depth")
+	fs.IntVar(&f.draft.TopK, "draft-top-k", def.TopK, "draft candidates kept per depth (tree)")
+	fs.IntVar(&f.draft.VerifyNodes, "draft-nodes", def.VerifyNodes, "draft tree nodes verified in one forward pass")
+	fs.StringVar(&f.drafter, "drafters", strings.Join(def.Drafters, ","), "comma-separated drafters: mtp (the model's MTP head), suffix (repeats from the context)")
 }
 
 func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
@@ -46,7 +56,24 @@ func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
 	default:
 		return nil, fmt.Errorf("%w: --kv %q: want f16 or f32", errUsage, f.kv)
 	}
-	return engine.Load(f.model, engine.Options{Threads: f.threads, KVType: kv, ContextLen: f.ctx, Log: log})
+	f.draft.Drafters = nil
+	for _, d := range strings.Split(f.drafter, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			f.draft.Drafters = append(f.draft.Drafters, d)
+		}
+	}
+	if err := f.draft.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", errUsage, flagNames(err))
+	}
+	return engine.Load(f.model, engine.Options{Threads: f.threads, KVType: kv, ContextLen: f.ctx, Draft: f.draft, Log: log})
+}
+
+// flagNames rewrites a draft config error's key (draft.steps) as the flag
+// that sets it (--draft-steps).
+func flagNames(err error) string {
+	r := strings.NewReplacer("draft.mode", "--draft", "draft.steps", "--draft-steps", "draft.top_k", "--draft-top-k",
+		"draft.verify_nodes", "--draft-nodes", "draft.drafters", "--drafters")
+	return r.Replace(err.Error())
 }
 
 // runOutput is the one line `run --json` prints.
@@ -54,6 +81,11 @@ type runOutput struct {
 	PromptTokens []int32 `json:"prompt_tokens"`
 	Tokens       []int32 `json:"tokens"`
 	Text         string  `json:"text"`
+	// TargetSteps are the forward passes while decoding; with drafting,
+	// fewer than the output tokens.
+	TargetSteps    int `json:"target_steps"`
+	DraftTokens    int `json:"draft_tokens"`
+	AcceptedTokens int `json:"accepted_tokens"`
 }
 
 func cmdRun(args []string, stdout io.Writer, log zerolog.Logger) error {
@@ -66,7 +98,7 @@ func cmdRun(args []string, stdout io.Writer, log zerolog.Logger) error {
 	topK := fs.Int("top-k", 0, "top-k (0 = off)")
 	topP := fs.Float64("top-p", 1, "top-p (1 = off)")
 	seed := fs.Uint64("seed", 42, "sampling seed")
-	asJSON := fs.Bool("json", false, `print one JSON line {"prompt_tokens","tokens","text"}`)
+	asJSON := fs.Bool("json", false, `print one JSON line {"prompt_tokens","tokens","text","target_steps","draft_tokens","accepted_tokens"}`)
 	ignoreEOS := fs.Bool("ignore-eos", false, "generate exactly -n tokens, past end-of-generation tokens")
 	special := fs.Bool("special", true, "recognise special tokens such as <|im_start|> in the prompt text (--special=false reads them as plain text, as llama.cpp's tokenize(text, false) does)")
 	pos, err := parseFlags(fs, args)
@@ -106,7 +138,8 @@ func cmdRun(args []string, stdout io.Writer, log zerolog.Logger) error {
 		fmt.Fprintln(stdout)
 		return nil
 	}
-	out := runOutput{PromptTokens: res.Prompt, Tokens: res.Tokens, Text: tok.Decode(res.Tokens)}
+	out := runOutput{PromptTokens: res.Prompt, Tokens: res.Tokens, Text: tok.Decode(res.Tokens),
+		TargetSteps: res.TargetSteps, DraftTokens: res.DraftTokens, AcceptedTokens: res.AcceptedTokens}
 	if out.Tokens == nil {
 		out.Tokens = []int32{}
 	}
