@@ -160,8 +160,9 @@ type Result struct {
 	TargetSteps    int
 	DraftTokens    int
 	AcceptedTokens int
-	PrefillTime  time.Duration
-	DecodeTime   time.Duration // from the first output token to the last
+	Draft          string // the draft parameters used: "off", or e.g. "tree 8/2/16 mtp,suffix"
+	PrefillTime    time.Duration
+	DecodeTime     time.Duration // from the first output token to the last
 }
 
 // ErrContextFull is returned when the prompt does not fit the context.
@@ -171,7 +172,7 @@ var ErrContextFull = errors.New("prompt does not fit the context")
 // An error from emit or ctx stops the generation and is returned, except
 // ErrStop, which ends it with finish reason "stop".
 func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) error) (Result, error) {
-	res := Result{Prompt: req.Prompt}
+	res := Result{Prompt: req.Prompt, Draft: "off"}
 	if len(req.Prompt) == 0 {
 		return res, errors.New("empty prompt")
 	}

@@ -189,6 +189,10 @@ func (s *Server) recordOutcome(rec *record, out genOutcome) {
 	rec.promptTokens = out.promptTokens
 	rec.cachedTokens = out.cachedTokens
 	rec.outputTokens = out.outputTokens
+	rec.draft = out.draft
+	rec.targetSteps = out.targetSteps
+	rec.draftTokens = out.draftTokens
+	rec.acceptedTokens = out.acceptedTokens
 	rec.finish = out.finish
 	if out.timedTokens > 0 {
 		rec.ttft = out.firstToken.Sub(rec.start)

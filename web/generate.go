@@ -48,6 +48,20 @@ type genOutcome struct {
 	firstToken   time.Time
 	lastToken    time.Time
 	timedTokens  int // tokens between firstToken and lastToken, inclusive
+	// speculative decoding: the parameters used, forward passes while
+	// decoding, draft tokens verified and accepted
+	draft          string
+	targetSteps    int
+	draftTokens    int
+	acceptedTokens int
+}
+
+// addSpec counts one engine run's speculative decoding figures.
+func (o *genOutcome) addSpec(res engine.Result) {
+	o.draft = res.Draft
+	o.targetSteps += res.TargetSteps
+	o.draftTokens += res.DraftTokens
+	o.acceptedTokens += res.AcceptedTokens
 }
 
 func (o *genOutcome) tokenArrived() {
@@ -121,6 +135,7 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 	}
 
 	res, err := s.source(ctx, req, emit)
+	out.addSpec(res)
 	if !reasoned { // else the reasoning run, on the prompt itself, said it
 		out.cachedTokens = min(res.CachedTokens, out.promptTokens)
 	}
@@ -166,6 +181,7 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 	})
 	req := engine.Request{Prompt: plan.prompt, MaxTokens: plan.maxTokens, Sample: plan.sample, IgnoreEOS: plan.ignoreEOS, PublishAt: plan.publishAt}
 	res, err := s.source(ctx, req, emit)
+	out.addSpec(res)
 	out.cachedTokens = res.CachedTokens
 	if err != nil {
 		return nil, true, err
@@ -175,7 +191,8 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 	case gate.closed:
 		return res.Tokens, false, nil
 	case gate.none:
-		*out = genOutcome{promptTokens: out.promptTokens, cachedTokens: out.cachedTokens}
+		*out = genOutcome{promptTokens: out.promptTokens, cachedTokens: out.cachedTokens, draft: out.draft,
+			targetSteps: out.targetSteps, draftTokens: out.draftTokens, acceptedTokens: out.acceptedTokens}
 		return nil, false, nil
 	case len(gate.undecided) > 0:
 		deltas, _ := dec.push(gate.undecided)

@@ -93,6 +93,8 @@ func (m *metrics) observe(rec *record, status int, elapsed time.Duration) {
 	}
 	m.promptTokens.Add(float64(rec.promptTokens))
 	m.genTokens.Add(float64(rec.outputTokens))
+	m.draftTokens.Add(float64(rec.draftTokens))
+	m.acceptedDraft.Add(float64(rec.acceptedTokens))
 	m.e2e.Observe(elapsed.Seconds())
 	if rec.ttft > 0 {
 		m.ttft.Observe(rec.ttft.Seconds())

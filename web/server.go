@@ -212,12 +212,17 @@ type record struct {
 	promptTokens int
 	cachedTokens int
 	outputTokens int
-	ttft         time.Duration
-	tpot         time.Duration
-	finish       string
-	ignored      []string
-	err          string
-	generation   bool // a generation route: the token fields are logged
+	// speculative decoding (genOutcome's)
+	draft          string
+	targetSteps    int
+	draftTokens    int
+	acceptedTokens int
+	ttft           time.Duration
+	tpot           time.Duration
+	finish         string
+	ignored        []string
+	err            string
+	generation     bool // a generation route: the token fields are logged
 }
 
 type recordKey struct{}
@@ -303,6 +308,10 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 				Int("prompt_tokens", rec.promptTokens).Int("cached_prompt_tokens", rec.cachedTokens).
 				Int("output_tokens", rec.outputTokens).Str("finish_reason", rec.finish).
 				Float64("ttft_ms", msec(rec.ttft)).Float64("tpot_ms", msec(rec.tpot))
+			if rec.draft != "" {
+				ev = ev.Str("draft", rec.draft).Int("target_steps", rec.targetSteps).
+					Int("draft_tokens", rec.draftTokens).Int("accepted_tokens", rec.acceptedTokens)
+			}
 		}
 		if len(rec.ignored) > 0 {
 			ev = ev.Strs("ignored_fields", rec.ignored)

@@ -97,7 +97,7 @@ type statusBook struct {
 	errors   []errorEntry    // newest last, at most maxErrors
 	total    int64
 	failed   int64
-	draft    int64 // speculative tokens proposed and accepted (0 until drafting lands)
+	draft    int64 // speculative tokens proposed and accepted
 	accepted int64
 }
 
@@ -147,6 +147,8 @@ func (b *statusBook) observe(now time.Time, id, method, path string, rec *record
 		return
 	}
 	b.total++
+	b.draft += int64(rec.draftTokens)
+	b.accepted += int64(rec.acceptedTokens)
 	if failed {
 		b.failed++
 	}

@@ -3,6 +3,7 @@ package speculative
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Config are the speculative decoding parameters: the config file's draft
@@ -19,6 +20,21 @@ type Config struct {
 // until asked for.
 func DefaultConfig() Config {
 	return Config{Mode: "off", Steps: 8, TopK: 2, VerifyNodes: 16, Drafters: []string{"mtp", "suffix"}}
+}
+
+// String is the parameters in short: "off", or mode steps/top_k/nodes and
+// the drafters, e.g. "tree 8/2/16 mtp,suffix".
+func (c Config) String() string {
+	if !c.Enabled() {
+		return "off"
+	}
+	return fmt.Sprintf("%s %d/%d/%d %s", c.Mode, c.Steps, c.TopK, c.VerifyNodes, strings.Join(c.Drafters, ","))
+}
+
+// Equal reports whether c and o are the same parameters.
+func (c Config) Equal(o Config) bool {
+	return c.Mode == o.Mode && c.Steps == o.Steps && c.TopK == o.TopK && c.VerifyNodes == o.VerifyNodes &&
+		slices.Equal(c.Drafters, o.Drafters)
 }
 
 // Enabled reports whether drafting is on.
