@@ -22,6 +22,7 @@ Usage:
   edgellmd run      -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k K] [--top-p P] [--seed 42] [--json] [--ignore-eos] [--special=false]
                     [--kv f16|f32] [--draft off|linear|tree] [--draft-steps 8] [--draft-top-k 2] [--draft-nodes 16] [--drafters mtp,suffix]
   edgellmd quantize IN.gguf OUT.gguf --type nvfp4 [--keep PATTERN]...
+  edgellmd convert  HF_DIR OUT.gguf [--outtype f32|f16|bf16] [--no-mtp]
   edgellmd synth    --arch qwen35 --size tiny|small|bench [--tokenizer tokenizer.json] [--mtp] --seed N -o OUT.gguf
   edgellmd bench    decode -m MODEL.gguf [--prompt-tokens 512] [--gen 128] [--threads 1] [--runs 3] [--json]
   edgellmd bench    agentic --dataset TRACE.jsonl [--url http://127.0.0.1:8001] [--conversations N] [--turns N] [--out DIR]
@@ -29,7 +30,7 @@ Usage:
   edgellmd power    status|pin [--root /] [--mode MAXN] [--jetson-clocks] [--json]
   edgellmd version
 
-Not in this build yet: convert, update, cache.
+Not in this build yet: update, cache.
 Run "edgellmd COMMAND -h" for a command's flags.
 `
 
@@ -62,13 +63,15 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdBench(rest, stdout, log)
 	case "power":
 		err = cmdPower(rest, stdout, log)
+	case "convert":
+		err = cmdConvert(rest, stdout, log)
 	case "serve":
 		err = cmdServe(rest, stdout, log)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "edgellmd", version)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-	case "convert", "update", "cache":
+	case "update", "cache":
 		fmt.Fprintf(stderr, "edgellmd %s: not in this build yet\n", cmd)
 		return 2
 	default:
