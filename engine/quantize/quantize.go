@@ -88,6 +88,7 @@ func Quantize(f *gguf.File, opt Options) (*gguf.Writer, Report, error) {
 		}
 	}
 
+	mtp := mtpBlocks(f)
 	_, hasOutput := f.Tensor("output.weight")
 	untie := !hasOutput && !opt.matches("output.weight")
 	total := len(f.Tensors)
@@ -95,7 +96,7 @@ func Quantize(f *gguf.File, opt Options) (*gguf.Writer, Report, error) {
 		t := &f.Tensors[i]
 		data := f.TensorData(t)
 		rep.InBytes += t.Size
-		why := opt.keepReason(t)
+		why := opt.keepReason(t, mtp)
 		if why == "" {
 			if err := addQuantized(w, t.Name, t, data, &rep); err != nil {
 				return fail("%w", err)
@@ -153,13 +154,36 @@ func isMatrix(t *gguf.TensorInfo) bool {
 	return len(t.Shape) == 2 && strings.HasSuffix(t.Name, ".weight")
 }
 
+// mtpBlocks are the name prefixes ("blk.N.") of the MTP blocks: the last
+// nextn_predict_layers of block_count. Their attention and FFN matrices
+// have ordinary names, and llama.cpp loads no per-tensor scales for them,
+// so the whole block stays in its type.
+func mtpBlocks(f *gguf.File) []string {
+	arch, _ := f.GetString("general.architecture")
+	blocks, ok := f.GetUint(arch + ".block_count")
+	nextn, ok2 := f.GetUint(arch + ".nextn_predict_layers")
+	if !ok || !ok2 || nextn > blocks {
+		return nil
+	}
+	var p []string
+	for b := blocks - nextn; b < blocks; b++ {
+		p = append(p, fmt.Sprintf("blk.%d.", b))
+	}
+	return p
+}
+
 // keepReason is why t stays in its type, or "" when it is quantized.
-func (opt Options) keepReason(t *gguf.TensorInfo) string {
+func (opt Options) keepReason(t *gguf.TensorInfo, mtp []string) string {
 	switch {
 	case !isMatrix(t):
 		return "not a weight matrix"
 	case opt.matches(t.Name):
 		return "--keep"
+	}
+	for _, p := range mtp {
+		if strings.HasPrefix(t.Name, p) {
+			return "MTP block"
+		}
 	}
 	for _, k := range keptByDefault {
 		if ok, _ := path.Match(k.pattern, t.Name); ok {

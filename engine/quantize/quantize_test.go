@@ -23,6 +23,7 @@ import (
 const (
 	storiesNVFP4SHA = "12f9eb614dd31f696af48b57013d9ba9a35fe87176c1a0311539055b200aee97"
 	qwenNVFP4SHA    = "d03b142d8f87ef71b7e44220f2bef20452b7b94eda7c7bfe7ad5a5c263dbe802"
+	qwenMTPNVFP4SHA = "66c18d0e8b077f71da0e55160c95cbd9b8bb6d518c488fc9db6a9e9009be5606"
 )
 
 func fileSHA(t testing.TB, path string) string {
@@ -181,6 +182,31 @@ func TestQwen35NVFP4Parity(t *testing.T) {
 		t.Fatalf("quantized tiny qwen35 has sha256 %s, llama.cpp ran %s", got, qwenNVFP4SHA)
 	}
 	checkAgreement(t, out, "../../testdata/nvfp4/qwen35-tiny-nvfp4-greedy32.jsonl", 0.2)
+}
+
+// TestQwen35MTPNVFP4Parity: with an MTP head (seed 9 --mtp) the whole MTP
+// block stays in its type (llama.cpp loads no per-tensor scales for it and
+// refused the file when its attention/FFN matrices were quantized), and
+// llama.cpp's greedy tokens on the quantized file are ours.
+func TestQwen35MTPNVFP4Parity(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "tiny-mtp.gguf"), filepath.Join(dir, "tiny-mtp-nvfp4.gguf")
+	if err := WriteSynth(in, SynthOptions{Size: "tiny", Seed: 9, MTP: true}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := QuantizeFile(in, out, Options{Type: tensor.NVFP4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range rep.Quantized {
+		if strings.HasPrefix(q, "blk.8.") {
+			t.Errorf("quantized %s, a tensor of the MTP block", q)
+		}
+	}
+	if got := fileSHA(t, out); got != qwenMTPNVFP4SHA {
+		t.Fatalf("quantized tiny qwen35 with MTP has sha256 %s, llama.cpp ran %s", got, qwenMTPNVFP4SHA)
+	}
+	checkAgreement(t, out, "../../testdata/nvfp4/qwen35-tiny-mtp-nvfp4-greedy32.jsonl", 0.2)
 }
 
 // TestQuantizeRules checks on a small hand-made file: which tensors are
