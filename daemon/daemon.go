@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/speculative"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 	"github.com/edgellmd/edgellmd/power"
 	"github.com/edgellmd/edgellmd/web"
@@ -42,6 +44,10 @@ type Options struct {
 	// Executable is the running binary's path, for finding the bundled model
 	// beside a relocated install ("" asks os.Executable).
 	Executable string
+	// ConfigDebounce is how long the config watcher waits after the config
+	// file last changed before it reloads: 0 means DefaultConfigDebounce, < 0
+	// turns the watcher off (SIGHUP still reloads).
+	ConfigDebounce time.Duration
 }
 
 // Daemon is `edgellmd serve`: it owns the config, the logger, the HTTP
@@ -52,6 +58,7 @@ type Daemon struct {
 	explicit   bool   // configPath was given: its absence is an error
 
 	cfg   atomic.Pointer[Config]
+	eng   atomic.Pointer[engine.Engine] // once loaded: reloads set its draft parameters
 	log   zerolog.Logger
 	level *LevelSwitch
 	sd    notifier
@@ -62,6 +69,7 @@ type Daemon struct {
 	powerCtl   atomic.Pointer[power.Controller]
 	status     atomic.Pointer[string] // the STATUS= line in force
 	reloadMu   sync.Mutex             // one reload at a time
+	hadFile    bool                   // a config file was read (guarded by reloadMu): its removal is refused, not read as "defaults"
 	lastReload atomic.Pointer[ReloadStatus]
 	powerKick  chan struct{} // power settings changed: restart the power watch
 
@@ -113,10 +121,11 @@ func newDaemon(opts Options, defaultPath string) (*Daemon, error) {
 	if d.opts.LogOutput == nil {
 		d.opts.LogOutput = os.Stdout
 	}
-	cfg, fromFile, err := d.readConfig()
+	cfg, fromFile, err := d.readConfig(!d.explicit)
 	if err != nil {
 		return nil, err
 	}
+	d.hadFile = fromFile
 	log, level, err := NewSwitchableLogger(d.opts.LogOutput, cfg.Log.Format, cfg.Log.Level)
 	if err != nil {
 		return nil, err
@@ -132,12 +141,12 @@ func newDaemon(opts Options, defaultPath string) (*Daemon, error) {
 	return d, nil
 }
 
-// readConfig reads the file (or the defaults when the default file is
-// absent), applies the flags and validates.
-func (d *Daemon) readConfig() (Config, bool, error) {
+// readConfig reads the file (or the defaults when the file is absent and
+// allowMissing), applies the flags and validates.
+func (d *Daemon) readConfig(allowMissing bool) (Config, bool, error) {
 	cfg, err := LoadConfig(d.configPath)
 	fromFile := err == nil
-	if errors.Is(err, fs.ErrNotExist) && !d.explicit {
+	if errors.Is(err, fs.ErrNotExist) && allowMissing {
 		cfg, err = DefaultConfig(), nil
 	}
 	if err != nil {
@@ -231,6 +240,16 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 		})
 	}
 	g.Go(func() error { d.watchPower(bgCtx); return nil })
+	if debounce := d.opts.ConfigDebounce; debounce >= 0 {
+		if debounce == 0 {
+			debounce = DefaultConfigDebounce
+		}
+		cw := configWatch{path: d.configPath, debounce: debounce, log: d.log,
+			changed: func() { _ = d.Reload() }} // logged and kept for the status page
+		if run := cw.start(); run != nil {
+			g.Go(func() error { run(bgCtx); return nil })
+		}
+	}
 
 	modelPath, err := findModel(cfg.Model.Path, BundledModelPaths(d.executable()))
 	name := servedName(cfg.Model.Name, modelPath)
@@ -263,6 +282,7 @@ loop:
 				break loop
 			}
 			eng = res.eng
+			d.installEngine(res)
 			g.Go(func() error { res.sched.Run(workerCtx); return nil })
 			d.sched.Store(res.sched)
 			d.handler.Store(&handlerBox{res.handler})
@@ -371,6 +391,7 @@ type loadResult struct {
 	eng     *engine.Engine
 	sched   *engine.Scheduler
 	handler http.Handler
+	draft   DraftConfig // the draft parameters the engine was given
 	err     error
 }
 
@@ -381,9 +402,13 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 	if cfg.Model.KVType == "f32" {
 		kv = tensor.F32
 	}
+	opt := engine.Options{Threads: cfg.Model.Threads, KVType: kv, ContextLen: cfg.Model.ContextLength,
+		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Log: d.log}
+	if cfg.Cache.Persist {
+		opt.CacheDir, opt.CacheMaxDiskBytes = cfg.Cache.Dir, int64(cfg.Cache.MaxDiskBytes)
+	}
 	t0 := time.Now()
-	eng, err := engine.Load(path, engine.Options{Threads: cfg.Model.Threads, KVType: kv, ContextLen: cfg.Model.ContextLength,
-		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Log: d.log})
+	eng, err := engine.Load(path, opt)
 	if err != nil {
 		return loadResult{err: fmt.Errorf("model.path: %w", err)}
 	}
@@ -425,7 +450,33 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 		h = d.wrap(h)
 	}
 	d.log.Info().Str("model", name).Dur("took", time.Since(t0)).Msg("model mapped")
-	return loadResult{eng: eng, sched: sched, handler: h}
+	return loadResult{eng: eng, sched: sched, handler: h, draft: cfg.Draft}
+}
+
+// installEngine makes the loaded engine the one reloads give draft
+// parameters to, first handing it those of a reload that happened while
+// the model was loading. If the engine refuses them, it keeps the ones it
+// was loaded with, and the running config and LastReload say so.
+func (d *Daemon) installEngine(res loadResult) {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	cfg := d.Config()
+	if !reflect.DeepEqual(cfg.Draft, res.draft) {
+		if err := res.eng.SetDraft(speculativeConfig(cfg.Draft)); err != nil {
+			err = fmt.Errorf("%s: %w", d.configPath, err)
+			d.log.Error().Err(err).Msg("draft parameters of a reload during loading refused: keeping those of the start")
+			cfg.Draft = res.draft
+			d.cfg.Store(&cfg)
+			d.lastReload.Store(&ReloadStatus{At: time.Now(), Err: err.Error()})
+		}
+	}
+	d.eng.Store(res.eng)
+}
+
+// speculativeConfig is the engine's form of the draft section.
+func speculativeConfig(c DraftConfig) speculative.Config {
+	return speculative.Config{Mode: c.Mode, Steps: c.Steps, TopK: c.TopK, VerifyNodes: c.VerifyNodes,
+		Drafters: slices.Clone(c.Drafters)}
 }
 
 func tokenText(tokens []string, id int32) string {
@@ -455,6 +506,12 @@ type handlerOptions struct {
 func (d *Daemon) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	st := d.state.Load()
 	if h := d.handler.Load(); st == stateReady && h != nil {
+		if r.URL.Path == "/health" && r.Method == http.MethodGet {
+			if rl := d.reloadProblem(); rl != nil {
+				healthWithReload(w, r, h.h, rl)
+				return
+			}
+		}
 		h.h.ServeHTTP(w, r)
 		return
 	}
@@ -532,12 +589,13 @@ func (d *Daemon) setStatus(s string, with ...string) {
 	d.sd.send(append(with, "STATUS="+s)...)
 }
 
-// Reload re-reads the config file and applies what can change live: draft,
-// power and log.level. A file with an error leaves the running config in
-// place; the error (naming the key) is logged, returned and kept in
-// LastReload. Changed keys that need a restart (listen, model, cache, api,
-// log.format) are reported, not applied. SIGHUP and the config-file watcher
-// both come here; reloads are serialised.
+// Reload re-reads the config file and applies what can change live: draft
+// (handed to the engine, which uses it from the next request on), power and
+// log.level. A file with an error, or one that is gone, leaves the running
+// config in place; the error (naming the key) is logged, returned and kept
+// in LastReload until a reload succeeds. Changed keys that need a restart
+// (listen, model, cache, api, log.format) are reported, not applied. SIGHUP
+// and the config-file watcher both come here; reloads are serialised.
 func (d *Daemon) Reload() error {
 	d.reloadMu.Lock()
 	defer d.reloadMu.Unlock()
@@ -546,7 +604,22 @@ func (d *Daemon) Reload() error {
 		d.sd.send(reloading()...)
 	}
 	st := &ReloadStatus{At: time.Now()}
-	next, _, err := d.readConfig()
+	cur := d.Config()
+	next, fromFile, err := d.readConfig(!d.explicit && !d.hadFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = fmt.Errorf("%s was removed or renamed: the running configuration stays in force until the file is back (%w)", d.configPath, fs.ErrNotExist)
+	}
+	var changed []string
+	if err == nil {
+		changed = configDiff(cur, next)
+		// The engine may refuse parameters its model cannot draft with: then
+		// nothing of this file is applied.
+		if eng := d.eng.Load(); eng != nil && slices.ContainsFunc(changed, func(k string) bool { return strings.HasPrefix(k, "draft.") }) {
+			if serr := eng.SetDraft(speculativeConfig(next.Draft)); serr != nil {
+				err = fmt.Errorf("%s: %w", d.configPath, serr)
+			}
+		}
+	}
 	if err != nil {
 		st.Err = err.Error()
 		d.lastReload.Store(st)
@@ -556,9 +629,9 @@ func (d *Daemon) Reload() error {
 		}
 		return err
 	}
-	cur := d.Config()
+	d.hadFile = d.hadFile || fromFile
 	applied := cur
-	for _, key := range configDiff(cur, next) {
+	for _, key := range changed {
 		if reloadable(key) {
 			st.Applied = append(st.Applied, key)
 		} else {
@@ -583,7 +656,10 @@ func (d *Daemon) Reload() error {
 	if len(st.RestartRequired) > 0 {
 		ev = d.log.Warn()
 	}
-	ev.Strs("applied", st.Applied).Strs("restart_required", st.RestartRequired).Msg("config reloaded")
+	ev.Strs("applied", st.Applied).Strs("restart_required", st.RestartRequired).
+		Dict("draft", zerolog.Dict().Str("mode", applied.Draft.Mode).Int("steps", applied.Draft.Steps).
+			Int("top_k", applied.Draft.TopK).Int("verify_nodes", applied.Draft.VerifyNodes).
+			Strs("drafters", applied.Draft.Drafters)).Msg("config reloaded")
 	if notify {
 		d.sd.send(sd.SdNotifyReady, "STATUS="+*d.status.Load())
 	}

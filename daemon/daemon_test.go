@@ -129,7 +129,8 @@ func TestServeLifecycle(t *testing.T) {
 	base := "listen: 127.0.0.1:0\nmodel:\n  path: " + storiesModel + "\n  threads: 1\ncache:\n  dir: " + dir + "\napi:\n  drain_timeout: 20s\n"
 	writeConfig(t, cfgPath, base)
 	var logs syncBuffer
-	d, err := newDaemon(Options{ConfigPath: cfgPath, LogOutput: &logs}, "")
+	// The watcher off: this test drives reloads by SIGHUP alone.
+	d, err := newDaemon(Options{ConfigPath: cfgPath, LogOutput: &logs, ConfigDebounce: -1}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,14 +19,20 @@
 //     only while the engine worker beats, so a stuck worker gets us
 //     restarted; and the Jetson power-mode watch (package power).
 //
-// Signals: SIGHUP reloads the config (Reload: RELOADING=1 + MONOTONIC_USEC,
-// then READY=1); draft, power and log.level apply live, other changed keys
-// are reported as needing a restart, and a bad file leaves the running
-// config in force (LastReload keeps the error). SIGTERM/SIGINT (or the end of
-// Run's context): STOPPING=1, stop accepting, let in-flight requests finish
-// up to api.drain_timeout (a second signal cuts that short), cancel the rest,
-// stop the worker, run the OnStop hooks (the prefix cache persists there),
-// unmap the model, return nil (exit 0).
+// Reload: SIGHUP, or an edit of the config file (a watch on its directory
+// with fsnotify, so that editors' rename-over saves are seen, debounced
+// because a save can arrive in pieces), re-reads and validates the whole
+// file (RELOADING=1 + MONOTONIC_USEC, then READY=1). draft (handed to the
+// engine: it applies from the next request on), power and log.level apply
+// live; other changed keys are reported as needing a restart, never half
+// applied; a bad or vanished file leaves the running config in force.
+// LastReload keeps the outcome for the status page, and /health carries it
+// as "last_reload" while it is an error or asks for a restart.
+//
+// SIGTERM/SIGINT (or the end of Run's context): STOPPING=1, stop accepting,
+// let in-flight requests finish up to api.drain_timeout (a second signal
+// cuts that short), cancel the rest, stop the worker, run the OnStop hooks
+// (the prefix cache persists there), unmap the model, return nil (exit 0).
 //
 // What it is not for: HTTP handlers (web), inference (engine), talking to
 // nvpmodel (power).

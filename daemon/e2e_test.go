@@ -187,3 +187,79 @@ func TestE2EServeSocketActivation(t *testing.T) {
 	await(t, notes, "STOPPING=1", has("STOPPING=1"))
 	waitExit(t, cmd, &logs)
 }
+
+// The built binary applies config edits without a signal: a rename-over
+// reaches /status.json, an invalid in-place edit shows on /health (and the
+// running parameters stay) until a fix clears it.
+func TestE2EServeBinaryHotReload(t *testing.T) {
+	bin := buildServe(t)
+	notes := notifySocket(t)
+	dir := t.TempDir()
+	model, _ := filepath.Abs(storiesModel)
+	cfgPath := filepath.Join(dir, "edgellmd.yaml")
+	base := "listen: 127.0.0.1:0\nmodel:\n  path: " + model + "\n  threads: 1\ncache:\n  dir: " + dir + "\n  persist: false\n"
+	writeConfig(t, cfgPath, base)
+	var logs syncBuffer
+	cmd := exec.Command(bin, "serve", "-c", cfgPath)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	m := await(t, notes, "READY=1", has("READY=1"))
+	_, addr, ok := strings.Cut(field(m, "STATUS"), " at ")
+	if !ok {
+		t.Fatalf("STATUS in %q", m)
+	}
+	getJSON := func(path string, v any) {
+		t.Helper()
+		resp, err := http.Get(addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+		}
+	}
+	type reload struct {
+		Error string `json:"error"`
+	}
+	speculative := func() (mode string, steps int, lr *reload) {
+		var doc struct {
+			Speculative struct {
+				Mode       string  `json:"mode"`
+				Steps      int     `json:"steps"`
+				LastReload *reload `json:"last_reload"`
+			} `json:"speculative"`
+		}
+		getJSON("/status.json", &doc)
+		return doc.Speculative.Mode, doc.Speculative.Steps, doc.Speculative.LastReload
+	}
+	healthReload := func() *reload {
+		var h struct {
+			LastReload *reload `json:"last_reload"`
+		}
+		getJSON("/health", &h)
+		return h.LastReload
+	}
+
+	renameOver(t, cfgPath, base+"draft:\n  mode: tree\n  steps: 6\n")
+	eventually(t, "rename-over edit on /status.json", func() bool { mode, steps, _ := speculative(); return mode == "tree" && steps == 6 })
+
+	writeConfig(t, cfgPath, base+"draft:\n  mode: linear\n  top_k: 0\n")
+	eventually(t, "invalid edit on /health", func() bool { lr := healthReload(); return lr != nil && strings.Contains(lr.Error, "draft.top_k") })
+	if mode, steps, lr := speculative(); mode != "tree" || steps != 6 || lr == nil || !strings.Contains(lr.Error, "draft.top_k") {
+		t.Fatalf("after an invalid edit: mode %s steps %d last reload %+v", mode, steps, lr)
+	}
+
+	renameOver(t, cfgPath, base+"draft:\n  mode: linear\n  steps: 2\n")
+	eventually(t, "fixed edit applied and the error gone", func() bool {
+		mode, steps, _ := speculative()
+		return mode == "linear" && steps == 2 && healthReload() == nil
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, cmd, &logs)
+}

@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -69,9 +71,13 @@ func (s *statusSource) Telemetry(ctx context.Context) power.Readings {
 
 func (s *statusSource) Settings() web.Settings {
 	cfg := s.d.Config()
+	draft := speculativeConfig(cfg.Draft)
+	if eng := s.d.eng.Load(); eng != nil {
+		draft = eng.Draft() // what the next request will use
+	}
 	set := web.Settings{
-		Draft: web.DraftSettings{Mode: cfg.Draft.Mode, Steps: cfg.Draft.Steps, TopK: cfg.Draft.TopK,
-			VerifyNodes: cfg.Draft.VerifyNodes, Drafters: cfg.Draft.Drafters},
+		Draft: web.DraftSettings{Mode: draft.Mode, Steps: draft.Steps, TopK: draft.TopK,
+			VerifyNodes: draft.VerifyNodes, Drafters: slices.Clone(draft.Drafters)},
 		Cache: web.CacheSettings{Dir: cfg.Cache.Dir, MaxBytes: int64(cfg.Cache.MaxBytes),
 			MaxDiskBytes: int64(cfg.Cache.MaxDiskBytes), Persist: cfg.Cache.Persist},
 	}
@@ -108,4 +114,62 @@ func modelInfo(path, arch string) (web.ModelInfo, error) {
 		}
 	}
 	return info, nil
+}
+
+// reloadProblem is the last reload while it needs someone's attention: the
+// file was refused, or changed keys wait for a restart; nil otherwise.
+func (d *Daemon) reloadProblem() *ReloadStatus {
+	rl := d.LastReload()
+	if rl == nil || (rl.Err == "" && len(rl.RestartRequired) == 0) {
+		return nil
+	}
+	return rl
+}
+
+// healthWithReload answers /health through the API's handler and adds
+// "last_reload" to its JSON object: a config edit that was refused, or that
+// needs a restart, shows there until it is fixed. A handler that already
+// writes "last_reload" is left alone.
+func healthWithReload(w http.ResponseWriter, r *http.Request, h http.Handler, rl *ReloadStatus) {
+	rec := &bufferedResponse{header: http.Header{}, status: http.StatusOK}
+	h.ServeHTTP(rec, r)
+	body := rec.body.Bytes()
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(body, &obj) == nil && obj != nil {
+		if _, ok := obj["last_reload"]; !ok {
+			if raw, err := json.Marshal(rl); err == nil {
+				obj["last_reload"] = raw
+				if b, err := json.Marshal(obj); err == nil {
+					body = append(b, '\n')
+				}
+			}
+		}
+	}
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.status)
+	w.Write(body)
+}
+
+// bufferedResponse holds a handler's response so that it can be amended.
+type bufferedResponse struct {
+	header      http.Header
+	status      int
+	wroteHeader bool
+	body        bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+
+func (b *bufferedResponse) WriteHeader(status int) {
+	if !b.wroteHeader {
+		b.status, b.wroteHeader = status, true
+	}
+}
+
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	b.wroteHeader = true
+	return b.body.Write(p)
 }

@@ -51,7 +51,7 @@ func TestStatusPageSeesTheDaemon(t *testing.T) {
 		"\n  max_bytes: 64MiB\ndraft:\n  mode: tree\n  steps: 6\n"
 	writeConfig(t, cfgPath, base)
 	var logs syncBuffer
-	d, err := newDaemon(Options{ConfigPath: cfgPath, LogOutput: &logs}, "")
+	d, err := newDaemon(Options{ConfigPath: cfgPath, LogOutput: &logs, ConfigDebounce: -1}, "") // reloads by Reload() alone
 	if err != nil {
 		t.Fatal(err)
 	}
