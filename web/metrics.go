@@ -80,6 +80,7 @@ func newMetrics(s *Server) *metrics {
 			return float64(sched.Waiting())
 		}),
 		newMachineCollector(s.opt.Status),
+		newSettingsCollector(s.opt.Status, model),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

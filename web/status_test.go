@@ -132,6 +132,7 @@ var metricNames = []string{
 	"edgellmd_num_requests_waiting",
 	"edgellmd_power_mode_info",
 	"edgellmd_power_mode_pinned",
+	"edgellmd_spec_decode_config",
 	"edgellmd_temperature_celsius",
 	"edgellmd_power_rail_watts",
 	"edgellmd_gpu_frequency_hertz",
@@ -200,6 +201,9 @@ func TestMetricsAfterRequests(t *testing.T) {
 		{"edgellmd_num_requests_waiting", nil, 0},
 		{"edgellmd_power_mode_info", map[string]string{"name": "MAXN", "id": "0"}, 1},
 		{"edgellmd_power_mode_pinned", nil, 1},
+		{"edgellmd_spec_decode_config", map[string]string{"mode": "tree", "steps": "8", "top_k": "2", "verify_nodes": "16", "drafters": "mtp,suffix"}, 1},
+		{"edgellmd_config_last_reload_successful", nil, 0}, // the fake's last reload was refused
+		{"edgellmd_config_restart_required", nil, 0},
 		// From the Thor tree: thermal_zone0/temp holds 59218, hwmon1's
 		// VDD_GPU 5040 mV at 1021 mA.
 		{"edgellmd_temperature_celsius", map[string]string{"zone": "thermal_zone0", "type": "cpu-thermal"}, 59.218},

@@ -159,8 +159,9 @@ function render(s) {
     (sp.drafters.length ? sp.drafters.join(", ") : "no drafters"));
   set("spec-accept", sp.draft_tokens ? `${num(sp.acceptance * 100, 1)}% (${sp.accepted_tokens} of ${sp.draft_tokens})` : "no drafts yet");
   const rl = sp.last_reload;
-  set("spec-reload", rl ? ago(rl.at) + (rl.error ? ": refused" : (rl.applied && rl.applied.length ? ": " + rl.applied.join(", ") : ": no change")) : "none since start",
-    rl && rl.error ? "bad" : "");
+  const restart = rl && rl.restart_required && rl.restart_required.length ? "; restart required for " + rl.restart_required.join(", ") : "";
+  set("spec-reload", rl ? ago(rl.at) + (rl.error ? ": refused" : (rl.applied && rl.applied.length ? ": " + rl.applied.join(", ") : ": no change")) + restart : "none since start",
+    rl && rl.error ? "bad" : (restart ? "warn" : ""));
   const se = $("spec-error");
   se.hidden = !(rl && rl.error);
   se.textContent = rl && rl.error ? "Config error (the running config stays in force): " + rl.error : "";
