@@ -28,9 +28,12 @@ Usage:
   edgellmd bench    agentic --dataset TRACE.jsonl [--url http://127.0.0.1:8001] [--conversations N] [--turns N] [--out DIR]
   edgellmd bench    bfcl --dataset FILE [--url http://127.0.0.1:8001] [--limit N]
   edgellmd power    status|pin [--root /] [--mode MAXN] [--jetson-clocks] [--json]
+  edgellmd update   keygen -o KEYBASE | pack --key KEY --version V [--model-check] DIR -o BUNDLE
+                    | apply BUNDLE [--pubkey KEY]... [--allow-downgrade] | status [--json] | rollback
+                    [--state-dir /var/lib/edgellmd]
   edgellmd version
 
-Not in this build yet: update, cache.
+Not in this build yet: cache.
 Run "edgellmd COMMAND -h" for a command's flags.
 `
 
@@ -63,6 +66,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdBench(rest, stdout, log)
 	case "power":
 		err = cmdPower(rest, stdout, log)
+	case "update":
+		err = cmdUpdate(rest, stdout, log)
 	case "convert":
 		err = cmdConvert(rest, stdout, log)
 	case "serve":
@@ -71,7 +76,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "edgellmd", version)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-	case "update", "cache":
+	case "cache":
 		fmt.Fprintf(stderr, "edgellmd %s: not in this build yet\n", cmd)
 		return 2
 	default:
