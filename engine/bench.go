@@ -43,7 +43,7 @@ func (e *Engine) MeasureSpeed(ctx context.Context, nPrompt, nGen int) (SpeedRun,
 	prompt := BenchPrompt(nPrompt)
 	e.sequence()
 	t0 := time.Now()
-	if err := e.prefill(ctx, prompt, nil); err != nil {
+	if err := e.prefill(ctx, prompt, nil, nil); err != nil {
 		return run, err
 	}
 	prefill := time.Since(t0)

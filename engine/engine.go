@@ -55,6 +55,9 @@ type Engine struct {
 	// ended, in unix nanoseconds: the scheduler's liveness signal.
 	lastStep atomic.Int64
 	draft    atomic.Pointer[speculative.Config] // set by SetDraft
+	spec     *speculative.Decoder               // made on first use; kept for its suffix memory
+	specCfg  speculative.Config                 // what spec is set to
+	hidden   []float32                          // the last prompt token's hidden state, for the MTP drafter
 }
 
 // sequence returns the engine's one sequence state, emptied.
@@ -195,14 +198,33 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 		maxTokens = room
 	}
 
+	draft := e.Draft()
+	dec := e.drafter(draft)
+	if dec != nil {
+		res.Draft = draft.String()
+	}
+
 	t0 := time.Now()
 	res.CachedTokens = e.restore(st, req.Prompt)
-	if err := e.prefill(ctx, req.Prompt, req.PublishAt); err != nil {
+	var hidden []float32
+	if dec != nil && e.model.MTP() != nil {
+		e.hidden = growF32(e.hidden, e.model.Hyper().Embd)
+		hidden = e.hidden
+	}
+	if err := e.prefill(ctx, req.Prompt, req.PublishAt, hidden); err != nil {
 		return res, err
 	}
 	res.PrefillTime = time.Since(t0)
 	res.FinishReason = "length"
+	if dec != nil {
+		dec.Begin(req.Prompt, hidden)
+	}
 	var tFirst time.Time
+	defer func() {
+		if !tFirst.IsZero() {
+			res.DecodeTime = time.Since(tFirst)
+		}
+	}()
 	one := make([]int32, 1)
 	for len(res.Tokens) < maxTokens {
 		if err := ctx.Err(); err != nil {
@@ -212,20 +234,14 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 		if len(res.Tokens) == 0 {
 			tFirst = time.Now()
 		}
-		res.Tokens = append(res.Tokens, id)
-		if !req.IgnoreEOS && e.tok.IsEOG(id) {
-			res.FinishReason = "stop"
-			break
-		}
-		if err := emit(Token{ID: id, Piece: e.tok.Piece(id)}); err != nil {
-			if errors.Is(err, ErrStop) {
-				res.FinishReason = "stop"
-				break
-			}
+		if done, err := e.emitToken(req, &res, id, maxTokens, emit); done || err != nil {
 			return res, err
 		}
-		if len(res.Tokens) == maxTokens {
-			break
+		if dec != nil {
+			err := e.decodeSpeculative(ctx, dec, req, maxTokens, &res, emit)
+			s := dec.Stats()
+			res.TargetSteps, res.DraftTokens, res.AcceptedTokens = int(s.TargetSteps), int(s.Drafted), int(s.Accepted)
+			return res, err
 		}
 		one[0] = id
 		if err := e.decode(one); err != nil {
@@ -233,10 +249,33 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 		}
 		res.TargetSteps++
 	}
-	if !tFirst.IsZero() {
-		res.DecodeTime = time.Since(tFirst)
-	}
 	return res, nil
+}
+
+// emitToken appends id to the result and hands it to emit; done reports
+// that the generation ended (an end-of-generation token, ErrStop from
+// emit, or maxTokens reached).
+func (e *Engine) emitToken(req Request, res *Result, id int32, maxTokens int, emit func(Token) error) (done bool, err error) {
+	res.Tokens = append(res.Tokens, id)
+	if !req.IgnoreEOS && e.tok.IsEOG(id) {
+		res.FinishReason = "stop"
+		return true, nil
+	}
+	if err := emit(Token{ID: id, Piece: e.tok.Piece(id)}); err != nil {
+		if errors.Is(err, ErrStop) {
+			res.FinishReason = "stop"
+			return true, nil
+		}
+		return true, err
+	}
+	return len(res.Tokens) >= maxTokens, nil
+}
+
+func growF32(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
 }
 
 // prefillChunk bounds the tokens of one forward pass so scratch stays small.
@@ -263,8 +302,9 @@ func (e *Engine) restore(st model.State, prompt []int32) int {
 
 // prefill runs prompt from the state's length on, in chunks of at most
 // prefillChunk tokens that also end at each publish position, where it
-// publishes a snapshot to the prefix cache.
-func (e *Engine) prefill(ctx context.Context, prompt []int32, publishAt []int) error {
+// publishes a snapshot to the prefix cache. hidden, when not nil, receives
+// the last prompt token's final hidden state (for the MTP drafter).
+func (e *Engine) prefill(ctx context.Context, prompt []int32, publishAt []int, hidden []float32) error {
 	var stops []int
 	if e.cache != nil {
 		for _, p := range publishAt {
@@ -287,7 +327,11 @@ func (e *Engine) prefill(ctx context.Context, prompt []int32, publishAt []int) e
 				stops = stops[1:]
 			}
 		}
-		if err := e.model.Forward(e.state, model.ChainBatch(prompt[start:end], start, false), e.logits); err != nil {
+		var h []float32
+		if end == len(prompt) {
+			h = hidden
+		}
+		if err := e.model.ForwardHidden(e.state, model.ChainBatch(prompt[start:end], start, false), e.logits, h); err != nil {
 			return err
 		}
 		e.lastStep.Store(time.Now().UnixNano())

@@ -92,6 +92,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 	}
 }
 
+// Done is closed when Run has returned.
+func (s *Scheduler) Done() <-chan struct{} { return s.done }
+
 // Submit queues req and waits for its result; emit is called from the
 // worker goroutine for every output token. Cancelling ctx stops the
 // generation within one decode step.

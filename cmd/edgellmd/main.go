@@ -28,6 +28,7 @@ Usage:
   edgellmd bench    agentic --dataset TRACE.jsonl [--url http://127.0.0.1:8001] [--conversations N] [--turns N] [--out DIR]
   edgellmd bench    bfcl --dataset FILE [--url http://127.0.0.1:8001] [--limit N]
   edgellmd power    status|pin [--root /] [--mode MAXN] [--jetson-clocks] [--json]
+  edgellmd draft    fit -m MODEL.gguf -o OUT.gguf [--tokens 16384]
   edgellmd update   keygen -o KEYBASE | pack --key KEY --version V [--model-check] DIR -o BUNDLE
                     | apply BUNDLE [--pubkey KEY]... [--allow-downgrade] | status [--json] | rollback
                     [--state-dir /var/lib/edgellmd]
@@ -66,6 +67,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdBench(rest, stdout, log)
 	case "power":
 		err = cmdPower(rest, stdout, log)
+	case "draft":
+		err = cmdDraft(rest, stdout, log)
 	case "update":
 		err = cmdUpdate(rest, stdout, log)
 	case "convert":

@@ -16,6 +16,10 @@ func loadLlama(l *loader, opt Options) (Model, error) {
 	if hp.Layers, err = l.count("block_count"); err != nil {
 		return nil, err
 	}
+	if hp.MTPLayers, err = llamaMTPLayers(l, hp.Layers); err != nil { // llama_mtp.go
+		return nil, err
+	}
+	hp.Layers -= hp.MTPLayers
 	if hp.RopeDims != hp.HeadDim {
 		return nil, l.errorf("metadata key %q = %d, but llama rotates whole heads of %d", l.key("rope.dimension_count"), hp.RopeDims, hp.HeadDim)
 	}
@@ -50,6 +54,11 @@ func loadLlama(l *loader, opt Options) (Model, error) {
 			return nil, err
 		}
 		if L.mlp, err = loadMLP(l, p, hp.Embd, hp.FFN); err != nil {
+			return nil, err
+		}
+	}
+	if hp.MTPLayers > 0 {
+		if d.mtp, err = loadLlamaMTP(l, d, r); err != nil {
 			return nil, err
 		}
 	}
