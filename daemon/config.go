@@ -21,13 +21,14 @@ const DefaultConfigPath = "/etc/edgellmd/edgellmd.yaml"
 // Config is the daemon's configuration: the YAML file, then the command
 // line's overrides. The yaml tags are the file's keys.
 type Config struct {
-	Listen string      `yaml:"listen"`
-	Model  ModelConfig `yaml:"model"`
-	Cache  CacheConfig `yaml:"cache"`
-	Draft  DraftConfig `yaml:"draft"`
-	Power  PowerConfig `yaml:"power"`
-	API    APIConfig   `yaml:"api"`
-	Log    LogConfig   `yaml:"log"`
+	Listen string       `yaml:"listen"`
+	Model  ModelConfig  `yaml:"model"`
+	Cache  CacheConfig  `yaml:"cache"`
+	Draft  DraftConfig  `yaml:"draft"`
+	Power  PowerConfig  `yaml:"power"`
+	API    APIConfig    `yaml:"api"`
+	Update UpdateConfig `yaml:"update"`
+	Log    LogConfig    `yaml:"log"`
 }
 
 // ModelConfig says which model to serve and how.
@@ -80,6 +81,17 @@ type APIConfig struct {
 	DrainTimeout   Duration `yaml:"drain_timeout"` // on stop: how long in-flight requests may finish
 }
 
+// UpdateConfig says where signed model bundles are installed (package
+// update) and which keys may sign them.
+type UpdateConfig struct {
+	// StateDir holds bundles/<version>/, the current symlink and
+	// update.json; the committed bundle's model is served when model.path
+	// is empty.
+	StateDir   string `yaml:"state_dir"`
+	TrustedDir string `yaml:"trusted_dir"` // *.pub keys that may sign bundles
+	Keep       int    `yaml:"keep"`        // committed bundles kept on disk (current and previous always)
+}
+
 // LogConfig sets the logger.
 type LogConfig struct {
 	Level  string    `yaml:"level"`  // debug, info, warn, error
@@ -106,7 +118,8 @@ func DefaultConfig() Config {
 			RequestTimeout: Duration(10 * time.Minute),
 			DrainTimeout:   Duration(30 * time.Second),
 		},
-		Log: LogConfig{Level: "info", Format: LogAuto},
+		Update: UpdateConfig{StateDir: "/var/lib/edgellmd", TrustedDir: "/etc/edgellmd/trusted.d", Keep: 3},
+		Log:    LogConfig{Level: "info", Format: LogAuto},
 	}
 }
 
@@ -505,6 +518,14 @@ func (c *Config) validate(file string, lines map[string]int) error {
 	if c.API.DrainTimeout < 0 {
 		bad("api.drain_timeout", "must be >= 0, got %s", c.API.DrainTimeout)
 	}
+
+	if c.Update.StateDir == "" {
+		bad("update.state_dir", "must be a directory path")
+	}
+	if c.Update.TrustedDir == "" {
+		bad("update.trusted_dir", "must be a directory path")
+	}
+	between("update.keep", c.Update.Keep, 1, 100)
 
 	oneOf("log.level", c.Log.Level, "trace", "debug", "info", "warn", "error")
 	oneOf("log.format", string(c.Log.Format), string(LogAuto), string(LogJSON), string(LogConsole))

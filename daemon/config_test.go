@@ -87,6 +87,10 @@ api:
   max_body_bytes: 1.5MiB
   request_timeout: 2m
   drain_timeout: 0s
+update:
+  state_dir: /srv/edgellmd
+  trusted_dir: /srv/keys
+  keep: 5
 log:
   level: debug
   format: json
@@ -99,7 +103,8 @@ log:
 		Power:  PowerConfig{Pin: "MAXN_SUPER", JetsonClocks: true, CheckInterval: Duration(90 * time.Second), Repin: false},
 		API: APIConfig{Key: "s3cret-token", QueueDepth: 4, MaxBodyBytes: 3 * MiB / 2,
 			RequestTimeout: Duration(2 * time.Minute), DrainTimeout: 0},
-		Log: LogConfig{Level: "debug", Format: LogJSON},
+		Update: UpdateConfig{StateDir: "/srv/edgellmd", TrustedDir: "/srv/keys", Keep: 5},
+		Log:    LogConfig{Level: "debug", Format: LogJSON},
 	}
 	got, err := ParseConfig("full.yaml", []byte(src))
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/speculative"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 	"github.com/edgellmd/edgellmd/power"
+	"github.com/edgellmd/edgellmd/update"
 	"github.com/edgellmd/edgellmd/web"
 )
 
@@ -48,6 +49,9 @@ type Options struct {
 	// file last changed before it reloads: 0 means DefaultConfigDebounce, < 0
 	// turns the watcher off (SIGHUP still reloads).
 	ConfigDebounce time.Duration
+	// Version is edgellmd's version, checked against a model bundle's
+	// minimum ("" or "dev" skips the check).
+	Version string
 }
 
 // Daemon is `edgellmd serve`: it owns the config, the logger, the HTTP
@@ -59,6 +63,7 @@ type Daemon struct {
 
 	cfg   atomic.Pointer[Config]
 	eng   atomic.Pointer[engine.Engine] // once loaded: reloads set its draft parameters
+	swaps chan modelSwap                // POST /admin/update: serve a newly committed model
 	log   zerolog.Logger
 	level *LevelSwitch
 	sd    notifier
@@ -114,7 +119,7 @@ type ReloadStatus struct {
 func New(opts Options) (*Daemon, error) { return newDaemon(opts, DefaultConfigPath) }
 
 func newDaemon(opts Options, defaultPath string) (*Daemon, error) {
-	d := &Daemon{opts: opts, configPath: opts.ConfigPath, explicit: opts.ConfigPath != "", powerKick: make(chan struct{}, 1)}
+	d := &Daemon{opts: opts, configPath: opts.ConfigPath, explicit: opts.ConfigPath != "", powerKick: make(chan struct{}, 1), swaps: make(chan modelSwap)}
 	if d.configPath == "" {
 		d.configPath = defaultPath
 	}
@@ -251,7 +256,17 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 		}
 	}
 
-	modelPath, err := findModel(cfg.Model.Path, BundledModelPaths(d.executable()))
+	// An update interrupted by a crash or power loss is rolled back before
+	// anything is served; with model.path empty the committed bundle's
+	// model comes before the bundled one.
+	configured := cfg.Model.Path
+	if installed, err := update.Recover(cfg.Update.StateDir, d.log); err != nil {
+		d.log.Error().Err(err).Str("update.state_dir", cfg.Update.StateDir).Msg("update: recovery failed; serving model.path or the bundled model")
+	} else if configured == "" && installed != "" {
+		configured = installed
+		d.log.Info().Str("model", installed).Msg("serving the installed model bundle")
+	}
+	modelPath, err := findModel(configured, BundledModelPaths(d.executable()))
 	name := servedName(cfg.Model.Name, modelPath)
 	loaded := make(chan loadResult, 1)
 	if err != nil {
@@ -268,7 +283,8 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 	}
 
 	workerCtx, stopWorker := context.WithCancel(context.Background())
-	defer stopWorker()
+	defer func() { stopWorker() }()
+	var sched *engine.Scheduler
 	var eng *engine.Engine
 	var runErr error
 	loading := true
@@ -281,7 +297,7 @@ loop:
 				runErr = res.err
 				break loop
 			}
-			eng = res.eng
+			eng, sched = res.eng, res.sched
 			d.installEngine(res)
 			g.Go(func() error { res.sched.Run(workerCtx); return nil })
 			d.sched.Store(res.sched)
@@ -289,6 +305,28 @@ loop:
 			d.state.Store(stateReady)
 			d.log.Info().Str("model", name).Str("path", modelPath).Strs("listen", addrs).Msg("ready")
 			d.setStatus(fmt.Sprintf("serving %s (%s) at %s", name, modelPath, strings.Join(addrs, ", ")), sd.SdNotifyReady)
+		case sw := <-d.swaps:
+			if d.state.Load() != stateReady {
+				sw.done <- errNotServing
+				continue
+			}
+			// Drain the engine in use, stop its worker, close it, then load
+			// the new model; requests meanwhile get 503 "loading model".
+			d.state.Store(stateLoading)
+			d.setStatus(fmt.Sprintf("switching to model %s", sw.path))
+			d.waitIdle(sched, d.Config().API.DrainTimeout.D())
+			stopWorker()
+			<-sched.Done()
+			d.eng.Store(nil)
+			if err := eng.Close(); err != nil {
+				d.log.Warn().Err(err).Msg("closing the model")
+			}
+			eng, sched = nil, nil
+			workerCtx, stopWorker = context.WithCancel(context.Background())
+			modelPath, name = sw.path, servedName(cfg.Model.Name, sw.path)
+			res := d.load(d.Config(), modelPath, name)
+			sw.done <- res.err
+			loaded <- res
 		case sig := <-signals:
 			if sig == syscall.SIGHUP {
 				_ = d.Reload() // logged and kept for the status page
@@ -438,9 +476,10 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 		Log:            d.log,
 		// Requests that passed serveHTTP's gate before a stop began are
 		// served to the end: the API handler only exists once loaded.
-		Ready:  func() bool { return d.state.Load() != stateLoading },
-		Status: newStatusSource(d),
-		Model:  info,
+		Ready:   func() bool { return d.state.Load() != stateLoading },
+		Status:  newStatusSource(d),
+		Model:   info,
+		Updater: daemonUpdater{d},
 	})
 	if err != nil {
 		eng.Close()
@@ -499,6 +538,7 @@ type handlerOptions struct {
 	Ready          func() bool
 	Status         web.StatusSource // the status page's and /metrics' view of the daemon
 	Model          web.ModelInfo
+	Updater        web.Updater // POST /admin/update
 }
 
 // serveHTTP answers for the daemon while it is not serving (loading,

@@ -19,7 +19,7 @@ import (
 
 // newWebHandler builds the HTTP API (package web) over the scheduler.
 func newWebHandler(o handlerOptions) (http.Handler, error) {
-	return web.New(web.Options{
+	srv, err := web.New(web.Options{
 		Scheduler:      o.Scheduler,
 		ModelName:      o.ModelName,
 		ModelPath:      o.ModelPath,
@@ -32,6 +32,13 @@ func newWebHandler(o handlerOptions) (http.Handler, error) {
 		Status:         o.Status,
 		Model:          o.Model,
 	})
+	if err != nil {
+		return nil, err
+	}
+	if o.Updater != nil {
+		web.RegisterAdmin(srv.Router(), web.AdminOptions{APIKey: o.APIKey, Updater: o.Updater, Log: o.Log})
+	}
+	return srv, nil
 }
 
 // statusSource gives the status page and /metrics the daemon's view: the

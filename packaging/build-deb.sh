@@ -124,7 +124,7 @@ build_one() {
 	stage="$OUT/stage-$arch"
 	rm -rf "$stage"
 	mkdir -p "$stage/DEBIAN" "$stage/usr/bin" "$stage/lib/systemd/system" \
-		"$stage/etc/$PKG" "$stage/usr/share/$PKG/models" \
+		"$stage/etc/$PKG/trusted.d" "$stage/usr/share/$PKG/models" \
 		"$stage/usr/share/doc/$PKG" "$stage/usr/share/man/man1" \
 		"$stage/usr/share/lintian/overrides"
 

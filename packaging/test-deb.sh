@@ -109,6 +109,7 @@ for deb in $(cat "$TMP/built"); do
 		'-rwxr-xr-x root/root ./usr/bin/edgellmd' \
 		'-rw-r--r-- root/root ./lib/systemd/system/edgellmd.service' \
 		'-rw-r--r-- root/root ./etc/edgellmd/edgellmd.yaml' \
+		'drwxr-xr-x root/root ./etc/edgellmd/trusted.d/' \
 		'-rw-r--r-- root/root ./usr/share/edgellmd/models/stories260K.gguf' \
 		'-rw-r--r-- root/root ./usr/share/doc/edgellmd/copyright' \
 		'-rw-r--r-- root/root ./usr/share/doc/edgellmd/changelog.gz' \

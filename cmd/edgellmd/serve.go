@@ -49,7 +49,7 @@ func cmdServe(args []string, stdout io.Writer, _ zerolog.Logger) error {
 	if *check {
 		logOut = io.Discard
 	}
-	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, Override: override, LogOutput: logOut})
+	d, err := daemon.New(daemon.Options{ConfigPath: *configPath, Override: override, LogOutput: logOut, Version: version})
 	if err != nil {
 		return err
 	}
