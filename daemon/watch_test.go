@@ -265,6 +265,25 @@ func TestHotReloadRunningDaemon(t *testing.T) {
 		if got := d.eng.Load().Draft(); !reflect.DeepEqual(got, draft) {
 			t.Fatalf("%s: engine draft %+v, want %+v", step, got, draft)
 		}
+		// The next request runs with them: its log line says so.
+		id := fmt.Sprintf("step-%d", time.Now().UnixNano())
+		req, _ := http.NewRequest(http.MethodPost, addr+"/v1/completions",
+			strings.NewReader(`{"prompt":"Once upon a time","max_tokens":6,"temperature":0}`))
+		req.Header.Set("X-Request-ID", id)
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: request: %v %v", step, resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		line := ""
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `"request_id":"`+id+`"`) {
+				line = l
+			}
+		}
+		if wantDraft := `"draft":"` + draft.String() + `"`; !strings.Contains(line, wantDraft) {
+			t.Fatalf("%s: the next request's log line lacks %s: %s", step, wantDraft, line)
+		}
 		st, body := statusJSON()
 		s := st.Speculative
 		if s.Mode != draft.Mode || s.Steps != draft.Steps || s.TopK != draft.TopK || s.VerifyNodes != draft.VerifyNodes ||
@@ -409,11 +428,17 @@ func TestHotReloadRunningDaemon(t *testing.T) {
 	}
 	eventually(t, "removal reported", func() bool { rl := d.LastReload(); return rl != nil && strings.Contains(rl.Err, "was removed") })
 	want("removed", linear4, "was removed")
-	tree5 := speculative.Config{Mode: "tree", Steps: 5, TopK: 3, VerifyNodes: 20, Drafters: []string{"mtp"}}
-	writeConfig(t, cfgPath, base+"draft:\n  mode: tree\n  steps: 5\n  top_k: 3\n  verify_nodes: 20\n  drafters: [mtp]\n")
+	tree5 := speculative.Config{Mode: "tree", Steps: 5, TopK: 3, VerifyNodes: 20, Drafters: []string{"suffix"}}
+	writeConfig(t, cfgPath, base+"draft:\n  mode: tree\n  steps: 5\n  top_k: 3\n  verify_nodes: 20\n  drafters: [suffix]\n")
 	eventually(t, "re-created file applied", inForce(tree5))
 	eventually(t, "removal cleared", func() bool { rl := d.LastReload(); return rl != nil && rl.Err == "" })
 	want("re-created", tree5, "")
+
+	// 7. Valid YAML that this model cannot run (stories260K has no MTP
+	// head): the engine refuses it, naming the key; the parameters stay.
+	writeConfig(t, cfgPath, base+"draft:\n  mode: tree\n  drafters: [mtp]\n")
+	eventually(t, "mtp-only refused", func() bool { rl := d.LastReload(); return rl != nil && strings.Contains(rl.Err, "draft.drafters") })
+	want("mtp on a model without a head", tree5, "no MTP head")
 
 	halt()
 	if n := failed.Load(); n > 0 {

@@ -1,6 +1,10 @@
 package engine
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"github.com/edgellmd/edgellmd/engine/speculative"
 )
 
@@ -10,6 +14,9 @@ import (
 func (e *Engine) SetDraft(cfg speculative.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if cfg.Enabled() && e.model.MTP() == nil && !slices.Contains(cfg.Drafters, "suffix") {
+		return fmt.Errorf("draft.drafters: %s needs the model's MTP head, and this model has no MTP head; add suffix", strings.Join(cfg.Drafters, ", "))
 	}
 	c := cfg
 	c.Drafters = append([]string(nil), cfg.Drafters...)
