@@ -18,6 +18,7 @@ type attention struct {
 	eps                     float32
 	rope                    rope
 	scale                   float32 // 1/sqrt(headDim)
+	kScale, vScale          float32 // FP8 KV cache scales (1 unless the file has them)
 }
 
 // How attention rounds follows what llama.cpp does on a CPU by default
@@ -89,12 +90,16 @@ func (a *attention) forward(d *decoder, s *state, li int, h []float32, n int, ou
 	c := &s.kv[li]
 	for i := 0; i < n; i++ {
 		slot := (w.base + i) * kvDim
-		if c.k16 != nil {
+		switch {
+		case c.k16 != nil:
 			for j := 0; j < kvDim; j++ {
 				c.k16[slot+j] = tensor.F32ToF16(k[i*kvDim+j])
 				c.v16[slot+j] = tensor.F32ToF16(v[i*kvDim+j])
 			}
-		} else {
+		case c.k8 != nil:
+			tensor.EncodeE4M3Row(c.k8[slot:slot+kvDim], k[i*kvDim:(i+1)*kvDim], c.kScale)
+			tensor.EncodeE4M3Row(c.v8[slot:slot+kvDim], v[i*kvDim:(i+1)*kvDim], c.vScale)
+		default:
 			copy(c.k32[slot:slot+kvDim], k[i*kvDim:(i+1)*kvDim])
 			copy(c.v32[slot:slot+kvDim], v[i*kvDim:(i+1)*kvDim])
 		}
@@ -154,6 +159,8 @@ func (w *work) runAttention(lo, hi int) {
 			q := j.q[t*hd : (t+1)*hd]
 			o := j.o[t*hd : (t+1)*hd]
 			switch {
+			case j.c.k8 != nil:
+				w.attendFP8(i, q, o, kvOff, w.acc16[t*hd:(t+1)*hd])
 			case j.c.k32 != nil:
 				w.attendNoFlash(i, q, o, kvOff, j.scratch[ch*per:(ch+1)*per])
 			case j.tiled:
@@ -195,6 +202,41 @@ func (w *work) attendF16(i int, q, o []float32, kvOff int, q16, acc []float32) {
 		w.stepF16(&sm, w.base+int(j), kvOff, q16, acc)
 	}
 	inv := sm.inverse()
+	for d := range o {
+		o[d] = acc[d] * inv
+	}
+}
+
+// attendFP8 is attention over an FP8 (E4M3) cache. llama.cpp has no FP8
+// cache to copy, so this is the one-row flash attention of attendF16 in
+// F32 throughout, the same for every batch size (so a prompt gives the same
+// bits whatever its chunking): score = DotE4M3(k codes, q) * (kScale *
+// 1/sqrt(hd)), an online softmax in F32 with expf, the running output
+// acc = acc*ms + vs*E4M3(v codes), and o = acc * (vScale / sum). The
+// scales leave the inner loops: FP8 value = code * scale (vLLM's
+// convention), so K·q = kScale * Σ code·q and Σ p·V = vScale * Σ p·code.
+func (w *work) attendFP8(i int, q, o []float32, kvOff int, acc []float32) {
+	c := w.att.c
+	hd := len(q)
+	sk := c.kScale * w.att.a.scale
+	clear(acc)
+	sm := onlineSoftmax{M: float32(math.Inf(-1))}
+	step := func(slot int) {
+		off := slot*c.dim + kvOff
+		ms, vs := sm.add(tensor.DotE4M3(c.k8[off:off+hd], q) * sk)
+		if ms != 1 {
+			tensor.Scale(acc, ms)
+		}
+		tensor.AxpyE4M3(acc, c.v8[off:off+hd], vs)
+	}
+	end, anc := w.visible(i)
+	for slot := 0; slot < end; slot++ {
+		step(slot)
+	}
+	for _, j := range anc {
+		step(w.base + int(j))
+	}
+	inv := sm.inverse() * c.vScale
 	for d := range o {
 		o[d] = acc[d] * inv
 	}
@@ -414,6 +456,10 @@ func loadAttention(l *loader, prefix string, hp *Hyper, gated bool, r rope) (*at
 		eps: hp.NormEps, rope: r,
 		scale: 1 / float32(math.Sqrt(float64(hd))),
 	}
+	var err error
+	if a.kScale, a.vScale, err = l.kvScales(prefix); err != nil {
+		return nil, err
+	}
 	if _, ok := l.f.Tensor(prefix + "attn_qkv.weight"); ok {
 		return nil, l.errorf("tensor %q: fused QKV projections are not supported (want %sattn_q, attn_k and attn_v)", prefix+"attn_qkv.weight", prefix)
 	}
@@ -421,7 +467,6 @@ func loadAttention(l *loader, prefix string, hp *Hyper, gated bool, r rope) (*at
 	if gated {
 		qRows *= 2
 	}
-	var err error
 	if a.wq, err = l.matrix(prefix+"attn_q", E, qRows); err != nil {
 		return nil, err
 	}

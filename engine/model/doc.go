@@ -20,6 +20,24 @@
 // order of the gated delta rule, and glibc's expf, logf and sincosf. See
 // attention.go, vec.go and libm.go.
 //
+// The KV cache is F16 (llama.cpp's default and arithmetic), F32 (llama.cpp
+// without flash attention) or FP8: tensor.E4M3 codes of K/k_scale and
+// V/v_scale (vLLM's convention, value = code * scale), with attention in
+// F32 over the codes (attendFP8), the same for every batch size. The
+// scales are per block and come from the file's metadata: F32 arrays
+// "edgellmd.kv_cache.k_scale" and "edgellmd.kv_cache.v_scale", entry N for
+// blk.N (MTP blocks included; entries of DeltaNet blocks unused), 1 where
+// the file has no key or the array is shorter. They are ModelOpt's
+// k_proj.k_scale / v_proj.v_scale (amax/448). They are metadata, not
+// tensors: llama.cpp refuses a file with a tensor it does not create
+// (llama_model_loader::done_getting_tensors) and its converter drops
+// k_scale/v_scale, so scale tensors would stop the file running there.
+//
+// NVFP4 weights carry their per-tensor `<name>.scale` (applied to the
+// product) and, when the file has it, `<name>.input_scale`, which the W4A4
+// activation quantizer uses (tensor.Matrix.InputScale); which activation
+// arithmetic runs is the Pool's setting (tensor.Pool.SetNVFP4Activations).
+//
 // A state can be snapshotted and restored (snapshot.go): its KV rows, as
 // runs that several snapshots may share, and the DeltaNet recurrent state
 // and conv window, which exist only at the end of the sequence. engine/state

@@ -15,7 +15,7 @@ import (
 type linear struct {
 	m          tensor.Matrix
 	scale      float32   // 0: none
-	inputScale float32   // `<name>.input_scale` (NVFP4 activations), 0: none; kept for W4A4 kernels
+	inputScale float32   // `<name>.input_scale` (NVFP4 activations), 0: none; also in m.InputScale for W4A4
 	bias       []float32 // nil: none
 }
 
@@ -161,6 +161,10 @@ func (l *loader) optMatrix(base string, cols, rows int) (linear, bool, error) {
 	if lin.inputScale, err = l.optScalar(base + ".input_scale"); err != nil {
 		return linear{}, false, err
 	}
+	if lin.inputScale < 0 || math.IsNaN(float64(lin.inputScale)) || math.IsInf(float64(lin.inputScale), 0) {
+		return linear{}, false, l.errorf("tensor %q = %g: want a positive finite activation scale", base+".input_scale", lin.inputScale)
+	}
+	lin.m.InputScale = lin.inputScale
 	if lin.bias, _, err = l.optVector(base+".bias", rows); err != nil {
 		return linear{}, false, err
 	}
@@ -253,4 +257,48 @@ func (l *loader) output(embd, vocab int) (linear, error) {
 		return lin, nil
 	}
 	return l.matrix("token_embd", embd, vocab)
+}
+
+// The FP8 KV cache scales of a file: F32 arrays indexed by block number N
+// (the N of blk.N, MTP blocks included), FP8 value = code * scale. They are
+// metadata, not tensors, because llama.cpp refuses a file with tensors it
+// does not create (llama_model_loader::done_getting_tensors), and its
+// converter drops ModelOpt's k_scale/v_scale. See doc.go.
+const (
+	kvKScaleKey = "edgellmd.kv_cache.k_scale"
+	kvVScaleKey = "edgellmd.kv_cache.v_scale"
+)
+
+// kvScales returns the k and v scales of the attention block with the given
+// tensor prefix ("blk.N."): the file's values, or 1 where it has none (no
+// key, or an array too short for N).
+func (l *loader) kvScales(prefix string) (k, v float32, err error) {
+	var n int
+	if _, err := fmt.Sscanf(prefix, "blk.%d.", &n); err != nil {
+		return 0, 0, l.errorf("tensor prefix %q has no block number", prefix)
+	}
+	if k, err = l.kvScale(kvKScaleKey, n); err != nil {
+		return 0, 0, err
+	}
+	if v, err = l.kvScale(kvVScaleKey, n); err != nil {
+		return 0, 0, err
+	}
+	return k, v, nil
+}
+
+func (l *loader) kvScale(key string, n int) (float32, error) {
+	if _, ok := l.f.Lookup(key); !ok {
+		return 1, nil
+	}
+	a, ok := l.f.GetFloat32s(key)
+	if !ok {
+		return 0, l.errorf("metadata key %q is not an array of FLOAT32 (one scale per block)", key)
+	}
+	if n >= len(a) {
+		return 1, nil
+	}
+	if err := tensor.CheckKVScale(a[n]); err != nil {
+		return 0, l.errorf("metadata key %q[%d]: %w", key, n, err)
+	}
+	return a[n], nil
 }

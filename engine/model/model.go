@@ -61,7 +61,10 @@ type Options struct {
 	// and runs attention as llama.cpp's flash attention does on a CPU (its
 	// default there). tensor.F32 runs it as llama.cpp's attention without
 	// flash attention, the only llama.cpp setting in which an F32 cache is
-	// not cast to F16. Beware: the zero value is tensor.F32 (ggml type id 0).
+	// not cast to F16. tensor.E4M3 is an FP8 cache (K/k_scale and V/v_scale
+	// as E4M3 codes, the scales per layer from the file or 1; see
+	// attendFP8), which llama.cpp does not have. Beware: the zero value is
+	// tensor.F32 (ggml type id 0).
 	KVType tensor.DType
 	// Pool runs the matrix products; nil makes one with a thread per CPU
 	// (never closed).
@@ -75,8 +78,10 @@ func Load(f *gguf.File, opt Options) (Model, error) {
 	if !ok {
 		return nil, fmt.Errorf("model %s: metadata key \"general.architecture\" missing (want \"llama\" or \"qwen35\")", f.Path)
 	}
-	if opt.KVType != tensor.F16 && opt.KVType != tensor.F32 {
-		return nil, fmt.Errorf("model %s: KV cache type %v not supported (want F16 or F32)", f.Path, opt.KVType)
+	switch opt.KVType {
+	case tensor.F16, tensor.F32, tensor.E4M3:
+	default:
+		return nil, fmt.Errorf("model %s: KV cache type %v not supported (want F16, F32 or E4M3)", f.Path, opt.KVType)
 	}
 	if opt.Pool == nil {
 		opt.Pool = tensor.NewPool(0)

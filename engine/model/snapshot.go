@@ -10,9 +10,13 @@ type KVRows struct {
 	layers []kvRows // per layer; empty for layers without attention
 }
 
+// kvRows is one layer's rows: one pair of slices is set, as in kvCache (k8
+// and v8 hold E4M3 codes, to be multiplied by the layer's k_scale and
+// v_scale, which come from the model file and are not copied).
 type kvRows struct {
 	k16, v16 []uint16
 	k32, v32 []float32
+	k8, v8   []byte
 }
 
 // Len is the number of tokens the rows hold.
@@ -23,7 +27,7 @@ func (r *KVRows) Bytes() int64 {
 	var b int64
 	for i := range r.layers {
 		l := &r.layers[i]
-		b += 2*int64(len(l.k16)+len(l.v16)) + 4*int64(len(l.k32)+len(l.v32))
+		b += 2*int64(len(l.k16)+len(l.v16)) + 4*int64(len(l.k32)+len(l.v32)) + int64(len(l.k8)+len(l.v8))
 	}
 	return b
 }
@@ -79,10 +83,14 @@ func (s *state) CopyKV(from, to int) (*KVRows, error) {
 			continue
 		}
 		a, b := from*c.dim, to*c.dim
-		if c.k16 != nil {
+		switch {
+		case c.k16 != nil:
 			r.layers[i].k16 = append([]uint16(nil), c.k16[a:b]...)
 			r.layers[i].v16 = append([]uint16(nil), c.v16[a:b]...)
-		} else {
+		case c.k8 != nil:
+			r.layers[i].k8 = append([]byte(nil), c.k8[a:b]...)
+			r.layers[i].v8 = append([]byte(nil), c.v8[a:b]...)
+		default:
 			r.layers[i].k32 = append([]float32(nil), c.k32[a:b]...)
 			r.layers[i].v32 = append([]float32(nil), c.v32[a:b]...)
 		}
@@ -147,8 +155,16 @@ func (s *state) checkRows(r *KVRows) error {
 		if c.dim == 0 {
 			want = 0
 		}
-		if c.k16 != nil && (len(l.k16) != want || len(l.v16) != want || l.k32 != nil) ||
-			c.k16 == nil && (len(l.k32) != want || len(l.v32) != want || l.k16 != nil) {
+		var ok bool
+		switch {
+		case c.k16 != nil:
+			ok = len(l.k16) == want && len(l.v16) == want && l.k32 == nil && l.k8 == nil
+		case c.k8 != nil:
+			ok = len(l.k8) == want && len(l.v8) == want && l.k16 == nil && l.k32 == nil
+		default:
+			ok = len(l.k32) == want && len(l.v32) == want && l.k16 == nil && l.k8 == nil
+		}
+		if !ok {
 			return fmt.Errorf("model: KV rows of layer %d do not fit this state (other model or KV type)", i)
 		}
 	}
@@ -191,10 +207,14 @@ func (s *state) Restore(sn Snapshot) error {
 				continue
 			}
 			a := pos * c.dim
-			if c.k16 != nil {
+			switch {
+			case c.k16 != nil:
 				copy(c.k16[a:], l.k16)
 				copy(c.v16[a:], l.v16)
-			} else {
+			case c.k8 != nil:
+				copy(c.k8[a:], l.k8)
+				copy(c.v8[a:], l.v8)
+			default:
 				copy(c.k32[a:], l.k32)
 				copy(c.v32[a:], l.v32)
 			}

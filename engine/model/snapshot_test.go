@@ -10,7 +10,7 @@ import (
 )
 
 // snapshotModels are the models a snapshot must serve: the real trained
-// llama (attention only) and the synthetic qwen35 hybrid, both KV types.
+// llama (attention only) and the synthetic qwen35 hybrid, F16 and F32 KV.
 func snapshotModels(t *testing.T) []struct {
 	name string
 	m    Model
@@ -25,6 +25,24 @@ func snapshotModels(t *testing.T) []struct {
 		{"stories260K/F32", openModel(t, storiesPath, tensor.F32, pool)},
 		{"qwen35-synth/F16", sm.load(t, tensor.F16)},
 		{"qwen35-synth/F32", sm.load(t, tensor.F32)},
+	}
+}
+
+// fp8SnapshotModels are snapshotModels with an FP8 cache. They are kept
+// apart until the snapshot codec (snapshot_codec.go), whose tests use
+// snapshotModels, knows E4M3 rows; then they can join the list above.
+func fp8SnapshotModels(t *testing.T) []struct {
+	name string
+	m    Model
+} {
+	pool := testPool(t)
+	spec, _, _ := fp8Spec()
+	return []struct {
+		name string
+		m    Model
+	}{
+		{"stories260K/E4M3", openModel(t, storiesPath, tensor.E4M3, pool)},
+		{"qwen35-synth/E4M3", buildSynth(t, spec, 11).load(t, tensor.E4M3)},
 	}
 }
 
@@ -50,7 +68,7 @@ func prefillChunks(t *testing.T, m Model, st State, toks []int32, chunk int) []f
 // bit for bit, as one that ran the whole prompt cold in the same batches,
 // and greedy decoding goes on identically.
 func TestSnapshotRestoreBitIdentical(t *testing.T) {
-	for _, tc := range snapshotModels(t) {
+	for _, tc := range append(snapshotModels(t), fp8SnapshotModels(t)...) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := tc.m
 			V := m.Hyper().Vocab
@@ -138,6 +156,7 @@ func TestSnapshotErrors(t *testing.T) {
 	pool := testPool(t)
 	llama := openModel(t, storiesPath, tensor.F16, pool)
 	llama32 := openModel(t, storiesPath, tensor.F32, pool)
+	llama8 := openModel(t, storiesPath, tensor.E4M3, pool)
 	qwen := buildSynth(t, defaultSpec(), 11).load(t, tensor.F16)
 	ls := llama.NewState(32)
 	prefillChunks(t, llama, ls, []int32{1, 2, 3, 4}, 4)
@@ -165,6 +184,7 @@ func TestSnapshotErrors(t *testing.T) {
 	}{
 		{"other model", qwen.NewState(32), lsn, "not made by a state of this model"},
 		{"other KV type", llama32.NewState(32), lsn, "do not fit this state"},
+		{"F16 rows in an FP8 state", llama8.NewState(32), lsn, "do not fit this state"},
 		{"too long", llama.NewState(2), lsn, "does not fit"},
 		{"no recurrent", qwen.NewState(32), Snapshot{Len: qsn.Len, KV: qsn.KV}, "no recurrent state"},
 		{"rows short", llama.NewState(32), Snapshot{Len: 5, KV: lsn.KV}, "holds KV rows of 4"},

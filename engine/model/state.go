@@ -41,19 +41,26 @@ type stateOwner interface {
 
 // kvCache holds one attention layer's keys (after norm and RoPE) and
 // values, one slot of dim values per token: committed tokens first, then
-// the pending nodes of a tree batch.
+// the pending nodes of a tree batch. Exactly one pair of slices is set, by
+// the KV type: F16, F32, or E4M3 codes of K/kScale and V/vScale.
 type kvCache struct {
-	dim      int // KV heads × head size
-	k16, v16 []uint16
-	k32, v32 []float32
+	dim            int // KV heads × head size
+	k16, v16       []uint16
+	k32, v32       []float32
+	k8, v8         []byte
+	kScale, vScale float32 // E4M3: the layer's k_scale and v_scale
 }
 
 func (c *kvCache) moveSlot(dst, src int) {
 	d, s := dst*c.dim, src*c.dim
-	if c.k16 != nil {
+	switch {
+	case c.k16 != nil:
 		copy(c.k16[d:d+c.dim], c.k16[s:s+c.dim])
 		copy(c.v16[d:d+c.dim], c.v16[s:s+c.dim])
-	} else {
+	case c.k8 != nil:
+		copy(c.k8[d:d+c.dim], c.k8[s:s+c.dim])
+		copy(c.v8[d:d+c.dim], c.v8[s:s+c.dim])
+	default:
 		copy(c.k32[d:d+c.dim], c.k32[s:s+c.dim])
 		copy(c.v32[d:d+c.dim], c.v32[s:s+c.dim])
 	}
@@ -90,10 +97,15 @@ func newState(owner stateOwner, layers []layer, ws workShape, kvType tensor.DTyp
 		if a := L.attn; a != nil {
 			c := &s.kv[i]
 			c.dim = a.kvHeads * a.headDim
-			if kvType == tensor.F16 {
+			switch kvType {
+			case tensor.F16:
 				c.k16 = make([]uint16, maxTokens*c.dim)
 				c.v16 = make([]uint16, maxTokens*c.dim)
-			} else {
+			case tensor.E4M3:
+				c.k8 = make([]byte, maxTokens*c.dim)
+				c.v8 = make([]byte, maxTokens*c.dim)
+				c.kScale, c.vScale = a.kScale, a.vScale
+			default:
 				c.k32 = make([]float32, maxTokens*c.dim)
 				c.v32 = make([]float32, maxTokens*c.dim)
 			}

@@ -31,6 +31,7 @@ type synthSpec struct {
 	recurrentArray          bool // write attention.recurrent_layers instead of full_attention_interval
 	dropTensor, dropKey     string
 	wrongShape              string
+	extraKV                 map[string]any // more metadata (FP8 KV scales)
 }
 
 func defaultSpec() synthSpec {
@@ -84,6 +85,9 @@ func buildSynth(t testing.TB, spec synthSpec, seed uint64) *synthModel {
 		if err := wr.AddTensor(name, tensor.F32, shape, buf); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for k, v := range spec.extraKV {
+		kv(k, v)
 	}
 	uniform := func(n int, a float64) []float32 {
 		v := make([]float32, n)
@@ -222,6 +226,23 @@ type refModel struct {
 	keys, vals [][][]float64 // layer -> token -> kv vector
 	conv       [][][]float64 // layer -> last K-1 conv inputs
 	state      [][]float64   // layer -> per value head d_k×d_k, S[h][i*dk+j] = S_h[i][j] (row i: key dim)
+	// fp8, when set, stores K and V as the FP8 cache does: E4M3 codes of
+	// x/scale, read back as code*scale, with the per-block scales below
+	// (1 where nil or short).
+	fp8            bool
+	kScale, vScale []float32
+}
+
+// fp8Round rounds the keys or values of block l as the FP8 cache stores
+// them.
+func (r *refModel) fp8Round(x []float64, scales []float32, l int) {
+	sc := float32(1)
+	if l < len(scales) {
+		sc = scales[l]
+	}
+	for i, v := range x {
+		x[i] = float64(tensor.E4M3ToF32(tensor.F32ToE4M3(float32(v)/sc))) * float64(sc)
+	}
 }
 
 func newRef(sm *synthModel) *refModel {
@@ -341,6 +362,10 @@ func (r *refModel) attention(l int, p string, h []float64, pos int) []float64 {
 	for hh := 0; hh < s.kvHeads; hh++ {
 		copy(k[hh*hd:], rmsRef(k[hh*hd:(hh+1)*hd], r.wt(p+"attn_k_norm.weight"), eps))
 		r.rope(k[hh*hd:(hh+1)*hd], pos)
+	}
+	if r.fp8 {
+		r.fp8Round(k, r.kScale, l)
+		r.fp8Round(v, r.vScale, l)
 	}
 	r.keys[l] = append(r.keys[l], k)
 	r.vals[l] = append(r.vals[l], v)

@@ -6,10 +6,15 @@
 //   - F16 and BF16 conversions and the Q8_0 codec, bit-exact with ggml
 //     (half.go, quant.go); QuantizeRow/DequantizeRow for F32, F16, BF16, Q8_0
 //     and NVFP4;
-//   - the E2M1 (FP4), E4M3 and unsigned E4M3 (FP8) codes (fp8.go), and NVFP4
-//     in ggml's block_nvfp4 layout with ModelOpt's quantizer and the W4A8
-//     (ggml's, Q8_0 activations) and W4A16 (F32 activations) dot products
-//     (nvfp4.go; Pool.SetNVFP4Activations picks one);
+//   - the E2M1 (FP4), E4M3 and unsigned E4M3 (FP8) codes (fp8.go); E4M3,
+//     the engine's own DType for the FP8 KV cache (outside ggml's ids), with
+//     its row codec and the dot and axpy loops attention runs on it
+//     (e4m3row.go); and NVFP4 in ggml's block_nvfp4 layout with ModelOpt's
+//     quantizer and three dot products, which Pool.SetNVFP4Activations
+//     picks from: W4A8 (ggml's, Q8_0 activations; nvfp4.go), W4A16 (F32
+//     activations; nvfp4.go) and W4A4 (activations quantized to NVFP4 at
+//     run time with the weight's input scale, Matrix.InputScale, or one
+//     per vector, and exact E2M1 x E2M1 integer products; nvfp4a4.go);
 //   - Matrix, a weight matrix in ggml's layout, usually a slice of a mapped
 //     GGUF file, and RowTo for embedding lookups;
 //   - Pool, a fixed set of worker goroutines, with MatVec and MatMul, the
@@ -26,12 +31,16 @@
 //
 // Hot loops live in this package and nowhere else. The kernels are plain Go
 // (kernels.go, lanes.go), unrolled and free of bounds checks in their inner
-// loops. On amd64 CPUs with AVX2, FMA3 and F16C the F32, F16, BF16 and
-// Q8_0 dot products run in Go assembly instead (dot_amd64.s, chosen at
-// start-up in dot_amd64.go, entered through dot.go): the same lanes, the
-// same order, hardware FMA where the twins emulate it, so the same bits,
-// which dot_amd64_test.go checks against the plain-Go twins. arm64 (NEON)
-// has no assembly yet and runs the twins.
+// loops. On amd64 CPUs with AVX2, FMA3 and F16C the F32, F16, BF16,
+// Q8_0 and NVFP4 (W4A8, W4A4) dot products run in Go assembly instead
+// (dot_amd64.s, nvfp4_amd64.s, chosen at start-up in dot_amd64.go, entered
+// through dot.go): the same lanes, the same order, hardware FMA where the
+// twins emulate it, so the same bits, which dot_amd64_test.go and
+// nvfp4_amd64_test.go check against the plain-Go twins. On arm64 the F32
+// dot product runs in NEON (dot_arm64.s) and so does W4A4 where the CPU
+// has SDOT (nvfp4_arm64.s), both checked by dot_arm64_test.go (run under
+// qemu-aarch64-static here); the rest runs the twins there. W4A16 has no
+// assembly yet, and AVX-512 is not used.
 //
 // What is not here: file formats (engine/gguf), model structure
 // (engine/model), or any state that outlives a call, apart from the scratch

@@ -1,17 +1,19 @@
 package tensor
 
 // Row-range dot products with one vector, the entry points of MatVec and
-// of MatMul's F32 and Q8_0 products (MatMul calls dotHalfMatSIMD for
-// several vectors of F16 and BF16 itself). Each runs the SIMD kernel of
-// this architecture where the CPU has one (useSIMD: AVX2 on amd64, see
-// dot_amd64.s) and its plain-Go twin in kernels.go otherwise; the two give
-// the same bits, which dot_amd64_test.go checks.
+// of MatMul's F32, Q8_0 and NVFP4 (W4A8, W4A4) products (MatMul calls
+// dotHalfMatSIMD for several vectors of F16 and BF16 itself). Each runs
+// the SIMD kernel of this architecture where the CPU has one (useSIMD:
+// AVX2 on amd64, see dot_amd64.s and nvfp4_amd64.s; useNEON: the F32
+// product on arm64, dot_arm64.s) and its plain-Go twin in kernels.go,
+// nvfp4.go or nvfp4a4.go otherwise; the two give the same bits, which
+// dot_amd64_test.go, nvfp4_amd64_test.go and dot_arm64_test.go check.
 
 // dotF32Rows sets dst[r] = dotF32(row r of w, x); rows have cols values.
 func dotF32Rows(dst, w []float32, cols int, x []float32) {
 	for r := range dst {
 		wr := w[r*cols : (r+1)*cols]
-		if useSIMD {
+		if useSIMD || useNEON {
 			dst[r] = dotF32SIMD(wr, x)
 		} else {
 			dst[r] = dotF32(wr, x)
@@ -49,5 +51,33 @@ func dotQ8Rows(dst []float32, data []byte, rowBytes int, act []q8Act) {
 	}
 	for r := range dst {
 		dst[r] = dotQ8(data[r*rowBytes:(r+1)*rowBytes], act)
+	}
+}
+
+// dotNVFP4Q8Rows sets dst[r] = dotNVFP4Q8(row r of data, act) (W4A8).
+func dotNVFP4Q8Rows(dst []float32, data []byte, rowBytes int, act []q8Act) {
+	if useSIMD {
+		dotNVFP4Q8RowsSIMD(dst, data, rowBytes, act)
+		return
+	}
+	for r := range dst {
+		dst[r] = dotNVFP4Q8(data[r*rowBytes:(r+1)*rowBytes], act)
+	}
+}
+
+// dotNVFP4FP4Rows sets dst[r] = dotNVFP4FP4(row r of data, act) * invG
+// (W4A4).
+func dotNVFP4FP4Rows(dst []float32, data []byte, rowBytes int, act []fp4Act, invG float32) {
+	if useSIMD {
+		dotNVFP4FP4RowsSIMD(dst, data, rowBytes, act, invG)
+		return
+	}
+	for r := range dst {
+		row := data[r*rowBytes : (r+1)*rowBytes]
+		if useNEONDot {
+			dst[r] = dotNVFP4FP4NEON(row, act) * invG
+		} else {
+			dst[r] = dotNVFP4FP4(row, act) * invG
+		}
 	}
 }

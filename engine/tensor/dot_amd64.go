@@ -11,6 +11,9 @@ import (
 // the plain-Go twins in kernels.go run, with the same results.
 var useSIMD = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
+// useNEON selects the arm64 kernels (dot_arm64.s); none here.
+const useNEON = false
+
 // dotQ8Lanes reads q8Act blocks as 32 quants then the F32 scale.
 var (
 	_ [unsafe.Sizeof(q8Act{}) - 36]byte
@@ -48,23 +51,6 @@ func dotQ8Lanes(row *byte, act *q8Act, nblk int, lanes *[8]float32)
 
 //go:noescape
 func dotQ8Lanes4(row *byte, stride int, act *q8Act, nblk int, lanes *[32]float32)
-
-// dotF32SIMD is dotF32 with the whole blocks in dotF32Lanes. The hardware
-// fma is exact everywhere; dotF32's emulation is exact except for a tie on
-// the F32 subnormal grid (both the lane and the product below 2^-125, see
-// midpoint), where this one is the one that matches ggml.
-func dotF32SIMD(w, x []float32) float32 {
-	x = x[:len(w)]
-	var l [8]float32
-	nb := len(w) / 8
-	if nb > 0 {
-		dotF32Lanes(&w[0], &x[0], nb, &l)
-	}
-	for i, k := 8*nb, 0; i < len(w); i, k = i+1, k+1 {
-		l[k] = fma32(w[i], x[i], l[k])
-	}
-	return hsum8(l[0], l[1], l[2], l[3], l[4], l[5], l[6], l[7])
-}
 
 // exactTail finishes a dotExact-ordered product from its lanes after the
 // whole blocks: the tail's products go to lanes 0.., then every lane gets

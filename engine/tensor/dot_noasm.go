@@ -1,10 +1,13 @@
-//go:build !amd64
+//go:build !amd64 && !arm64
 
 package tensor
 
-// No SIMD kernels on this architecture yet (arm64 NEON is still to come):
+// No SIMD kernels on this architecture:
 // the plain-Go twins in kernels.go run.
 const useSIMD = false
+
+// useNEON: no arm64 kernels either.
+const useNEON = false
 
 func dotF32SIMD(w, x []float32) float32 { panic("tensor: no SIMD kernels") }
 
@@ -19,3 +22,19 @@ func dotHalfMatSIMD(dst []float32, w []uint16, x []float32, lo, hi, cols, rows, 
 func dotQ8RowsSIMD(dst []float32, data []byte, rowBytes int, act []q8Act) {
 	panic("tensor: no SIMD kernels")
 }
+
+func dotNVFP4Q8SIMD(row []byte, act []q8Act) float32 { panic("tensor: no SIMD kernels") }
+
+func dotNVFP4FP4SIMD(row []byte, act []fp4Act) float32 { panic("tensor: no SIMD kernels") }
+
+func dotNVFP4Q8RowsSIMD(dst []float32, data []byte, rowBytes int, act []q8Act) {
+	panic("tensor: no SIMD kernels")
+}
+
+func dotNVFP4FP4RowsSIMD(dst []float32, data []byte, rowBytes int, act []fp4Act, invG float32) {
+	panic("tensor: no SIMD kernels")
+}
+
+func dotE4M3SIMD(k []byte, x []float32) float32 { panic("tensor: no SIMD kernels") }
+
+func axpyE4M3SIMD(y []float32, v []byte, a float32) { panic("tensor: no SIMD kernels") }

@@ -31,6 +31,16 @@ const (
 	NVFP4 DType = 40
 )
 
+// E4M3 is the engine's FP8 KV-cache element (OCP e4m3fn, one byte a
+// value, see fp8.go). ggml has no FP8 type, so E4M3 lies outside ggml's id
+// range (which stops below engineTypes): no GGUF file holds it, Known
+// reports false for it, and the gguf reader and writer refuse it.
+const E4M3 DType = engineTypes + 1
+
+// engineTypes is where the engine's own type ids start, far above ggml's
+// (GGML_TYPE_COUNT is 43 in 2026).
+const engineTypes DType = 1 << 16
+
 type dtypeInfo struct {
 	name       string
 	blockElems int // values per block
@@ -59,10 +69,13 @@ var dtypes = map[DType]dtypeInfo{
 	F64:   {"F64", 1, 8},
 	BF16:  {"BF16", 1, 2},
 	NVFP4: {"NVFP4", 64, 36},
+	E4M3:  {"E4M3", 1, 1},
 }
 
-// Known reports whether the engine knows the block layout of t.
-func (t DType) Known() bool { _, ok := dtypes[t]; return ok }
+// Known reports whether t is a ggml type whose block layout the engine
+// knows: a type a GGUF tensor may have. The engine's own types (E4M3) are
+// not.
+func (t DType) Known() bool { _, ok := dtypes[t]; return ok && t < engineTypes }
 
 func (t DType) String() string {
 	if i, ok := dtypes[t]; ok {

@@ -17,6 +17,8 @@ type mmJob struct {
 	actF  []float32 // F16/BF16: activations rounded to the weight type
 	actQ  []q8Act   // Q8_0: activation blocks, vector after vector: actQ[v*nb+b]
 	actP  []q8Pair  // Q8_0, n > 1: vectors 2i and 2i+1 packed: actP[i*nb+b]
+	actF4 []fp4Act  // NVFP4 W4A4: activation blocks, vector after vector
+	invG  []float32 // NVFP4 W4A4: per vector, 1/G (nvfp4a4.go)
 	wide  [][]float32
 	lanes [][]float32 // per worker: one vector, rounded, before it goes lane-major
 
@@ -37,6 +39,10 @@ const (
 	NVFP4ActQ8 NVFP4Activations = iota
 	// NVFP4ActF32 is W4A16: activations used as they are, in F32.
 	NVFP4ActF32
+	// NVFP4ActFP4 is W4A4: activations quantized to NVFP4 per 16 values
+	// at run time, with the weight's input scale (Matrix.InputScale) or a
+	// per-vector one, and products of E2M1 codes (nvfp4a4.go).
+	NVFP4ActFP4
 )
 
 // SetNVFP4Activations chooses the arithmetic MatVec and MatMul use for
@@ -53,8 +59,8 @@ func (j *mmJob) init(p *Pool) {
 // MatVec computes dst[r] = sum_c m[r,c]*x[c] for every row r, with ggml's CPU
 // arithmetic for m's type: x is first rounded to F16 (F16 weights), to BF16
 // (BF16 weights) or quantized to Q8_0 blocks (Q8_0 weights, and NVFP4
-// weights unless SetNVFP4Activations says otherwise). len(x) must be
-// m.Cols and len(dst) m.Rows.
+// weights unless SetNVFP4Activations says otherwise: F32 as it is, or
+// NVFP4 for W4A4). len(x) must be m.Cols and len(dst) m.Rows.
 func (p *Pool) MatVec(dst []float32, m Matrix, x []float32) {
 	p.MatMul(dst, m, x, 1)
 }
@@ -89,13 +95,24 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 	// Convert the activations once for the whole call.
 	typ := m.Type
 	if typ == NVFP4 {
-		if j.nvAct == NVFP4ActF32 {
+		switch j.nvAct {
+		case NVFP4ActF32:
 			typ = F32
-		} else {
+		case NVFP4ActFP4:
+			typ = NVFP4
+		default:
 			typ = Q8_0
 		}
 	}
 	switch typ {
+	case NVFP4:
+		if nb := n * m.Cols / nvBlock; cap(j.actF4) < nb {
+			j.actF4 = make([]fp4Act, nb)
+		}
+		j.actF4 = j.actF4[:n*m.Cols/nvBlock]
+		j.invG = grow(j.invG, n)
+		j.src = x
+		p.parallel(n, 1, j.convertFn)
 	case F32:
 		j.x = x
 	case F16, BF16:
@@ -191,7 +208,14 @@ func (j *mmJob) convert(worker, lo, hi int) {
 			if lanes {
 				toLanes(j.actF[v*cols:(v+1)*cols], dst)
 			}
-		case Q8_0, NVFP4:
+		case NVFP4:
+			if j.nvAct == NVFP4ActFP4 {
+				nb := cols / nvBlock
+				j.invG[v] = quantizeActFP4(j.actF4[v*nb:(v+1)*nb], src, j.m.InputScale)
+				continue
+			}
+			fallthrough
+		case Q8_0:
 			for b := 0; b < cols/q8Block; b++ {
 				quantizeActQ8_0(&j.actQ[v*(cols/q8Block)+b], src[b*q8Block:(b+1)*q8Block], actQ8Flavor)
 			}
@@ -253,15 +277,21 @@ func (j *mmJob) rows(worker, lo, hi int) {
 		}
 	case NVFP4:
 		rb := m.rowBytes()
-		for r := lo; r < hi; r++ {
-			row := m.Data[r*rb : (r+1)*rb]
-			for v := 0; v < n; v++ {
-				if j.nvAct == NVFP4ActF32 {
-					j.dst[v*rows+r] = dotNVFP4F32(row, j.x[v*cols:(v+1)*cols])
-				} else {
-					nb := cols / q8Block
-					j.dst[v*rows+r] = dotNVFP4Q8(row, j.actQ[v*nb:(v+1)*nb])
+		data := m.Data[lo*rb : hi*rb]
+		for v := 0; v < n; v++ {
+			out := j.dst[v*rows+lo : v*rows+hi]
+			switch j.nvAct {
+			case NVFP4ActF32:
+				x := j.x[v*cols : (v+1)*cols]
+				for r := range out {
+					out[r] = dotNVFP4F32(data[r*rb:(r+1)*rb], x)
 				}
+			case NVFP4ActFP4:
+				nb := cols / nvBlock
+				dotNVFP4FP4Rows(out, data, rb, j.actF4[v*nb:(v+1)*nb], j.invG[v])
+			default:
+				nb := cols / q8Block
+				dotNVFP4Q8Rows(out, data, rb, j.actQ[v*nb:(v+1)*nb])
 			}
 		}
 	}

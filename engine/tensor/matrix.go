@@ -10,6 +10,11 @@ type Matrix struct {
 	Type       DType
 	Rows, Cols int
 	Data       []byte
+	// InputScale is the activation scale of an NVFP4 weight (the file's
+	// `<name>.input_scale`, calibrated amax/(6*448)) that W4A4 products
+	// quantize activations with; 0 means none: each vector then gets its
+	// own (see nvfp4a4.go).
+	InputScale float32
 }
 
 // NewMatrix checks that data holds exactly rows rows of cols values of type t.

@@ -211,7 +211,9 @@ func TestNVFP4MatMul(t *testing.T) {
 }
 
 // BenchmarkNVFP4MatVec: one 4096x4096 NVFP4 matrix times one vector, in
-// both activation modes ("MB/s" counts weight bytes).
+// each activation mode, one thread ("MB/s" counts weight bytes; with
+// -tags or GODEBUG nothing changes: the SIMD kernels run where the CPU has
+// them, see dot_amd64.go).
 func BenchmarkNVFP4MatVec(b *testing.B) {
 	m := randNVFP4(rand.New(rand.NewPCG(42, 42)), 4096, 4096)
 	x := randomRow(rand.New(rand.NewPCG(1, 1)), m.Cols, 1)
@@ -219,7 +221,7 @@ func BenchmarkNVFP4MatVec(b *testing.B) {
 	for _, mode := range []struct {
 		name string
 		act  NVFP4Activations
-	}{{"W4A8", NVFP4ActQ8}, {"W4A16", NVFP4ActF32}} {
+	}{{"W4A8", NVFP4ActQ8}, {"W4A16", NVFP4ActF32}, {"W4A4", NVFP4ActFP4}} {
 		b.Run(mode.name, func(b *testing.B) {
 			p := NewPool(1)
 			defer p.Close()
