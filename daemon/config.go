@@ -42,8 +42,12 @@ type ModelConfig struct {
 	ContextLength int `yaml:"context_length"`
 	// Threads is the kernels' worker threads; 0 means all cores.
 	Threads int `yaml:"threads"`
-	// KVType is the KV cache element type: f16 (llama.cpp's default) or f32.
+	// KVType is the KV cache element type: f16 (llama.cpp's default), f32
+	// or fp8 (E4M3 with the file's per-layer scales).
 	KVType string `yaml:"kv_type"`
+	// Activations is how NVFP4 weights meet activations: q8 (W4A8, as
+	// llama.cpp), f32 (W4A16) or nvfp4 (W4A4).
+	Activations string `yaml:"activations"`
 }
 
 // CacheConfig bounds the prefix cache and says where it persists.
@@ -103,7 +107,7 @@ type LogConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Listen: "127.0.0.1:8001",
-		Model:  ModelConfig{KVType: "f16"},
+		Model:  ModelConfig{KVType: "f16", Activations: "q8"},
 		Cache: CacheConfig{
 			Dir:          "/var/lib/edgellmd/cache",
 			MaxBytes:     2 * GiB,
@@ -463,7 +467,8 @@ func (c *Config) validate(file string, lines map[string]int) error {
 	}
 	atLeast("model.context_length", c.Model.ContextLength, 0)
 	between("model.threads", c.Model.Threads, 0, 1024)
-	oneOf("model.kv_type", c.Model.KVType, "f16", "f32")
+	oneOf("model.kv_type", c.Model.KVType, "f16", "f32", "fp8")
+	oneOf("model.activations", c.Model.Activations, "q8", "f32", "nvfp4")
 
 	if c.Cache.Dir == "" {
 		bad("cache.dir", "must be a directory path")

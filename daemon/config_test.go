@@ -64,7 +64,8 @@ model:
   name: qwen3.6-27b
   context_length: 32768
   threads: 12
-  kv_type: f32
+  kv_type: fp8
+  activations: nvfp4
 cache:
   dir: /srv/cache
   max_bytes: 12GiB
@@ -97,7 +98,7 @@ log:
 `
 	want := Config{
 		Listen: "0.0.0.0:9000",
-		Model:  ModelConfig{Path: "/models/qwen.gguf", Name: "qwen3.6-27b", ContextLength: 32768, Threads: 12, KVType: "f32"},
+		Model:  ModelConfig{Path: "/models/qwen.gguf", Name: "qwen3.6-27b", ContextLength: 32768, Threads: 12, KVType: "fp8", Activations: "nvfp4"},
 		Cache:  CacheConfig{Dir: "/srv/cache", MaxBytes: 12 * GiB, MaxDiskBytes: 100_000_000_000, Persist: false},
 		Draft:  DraftConfig{Mode: "tree", Steps: 6, TopK: 8, VerifyNodes: 32, Drafters: []string{"suffix"}},
 		Power:  PowerConfig{Pin: "MAXN_SUPER", JetsonClocks: true, CheckInterval: Duration(90 * time.Second), Repin: false},

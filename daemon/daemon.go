@@ -26,7 +26,6 @@ import (
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/speculative"
-	"github.com/edgellmd/edgellmd/engine/tensor"
 	"github.com/edgellmd/edgellmd/power"
 	"github.com/edgellmd/edgellmd/update"
 	"github.com/edgellmd/edgellmd/web"
@@ -436,11 +435,8 @@ type loadResult struct {
 // load maps the model and builds the scheduler and the HTTP handler. The
 // worker is started by Run.
 func (d *Daemon) load(cfg Config, path, name string) loadResult {
-	kv := tensor.F16
-	if cfg.Model.KVType == "f32" {
-		kv = tensor.F32
-	}
-	opt := engine.Options{Threads: cfg.Model.Threads, KVType: kv, ContextLen: cfg.Model.ContextLength,
+	kv, act := engine.KVTypeNames[cfg.Model.KVType], engine.ActivationNames[cfg.Model.Activations] // validated
+	opt := engine.Options{Threads: cfg.Model.Threads, KVType: kv, Activations: act, ContextLen: cfg.Model.ContextLength,
 		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Log: d.log}
 	if cfg.Cache.Persist {
 		opt.CacheDir, opt.CacheMaxDiskBytes = cfg.Cache.Dir, int64(cfg.Cache.MaxDiskBytes)

@@ -21,9 +21,13 @@ import (
 
 // Options configure Load.
 type Options struct {
-	Threads    int          // worker threads for the kernels; <= 0 means all cores
-	KVType     tensor.DType // KV cache element type: tensor.F16 (llama.cpp's default) or tensor.F32 (the zero value)
-	ContextLen int          // tokens a sequence may hold; <= 0 means the model's own context length
+	Threads int          // worker threads for the kernels; <= 0 means all cores
+	KVType  tensor.DType // KV cache element type: tensor.F16 (llama.cpp's default), tensor.F32 (the zero value) or tensor.E4M3 (FP8)
+	// Activations is how NVFP4 weights meet activations: tensor.NVFP4ActQ8
+	// (W4A8, llama.cpp's arithmetic; the zero value), NVFP4ActF32 (W4A16)
+	// or NVFP4ActFP4 (W4A4).
+	Activations tensor.NVFP4Activations
+	ContextLen  int // tokens a sequence may hold; <= 0 means the model's own context length
 	// CacheMaxBytes bounds the in-memory prefix cache (engine/state); <= 0
 	// turns it off: every request prefills its whole prompt.
 	CacheMaxBytes int64
@@ -91,6 +95,7 @@ func Load(path string, opt Options) (*Engine, error) {
 		return nil, fmt.Errorf("%s: tokenizer: %w", path, err)
 	}
 	pool := tensor.NewPool(opt.Threads)
+	pool.SetNVFP4Activations(opt.Activations)
 	m, err := model.Load(f, model.Options{KVType: opt.KVType, Pool: pool})
 	if err != nil {
 		pool.Close()

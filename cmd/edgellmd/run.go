@@ -14,7 +14,6 @@ import (
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/speculative"
-	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
 // engineFlags are the flags every command that loads a model shares.
@@ -22,6 +21,7 @@ type engineFlags struct {
 	model   string
 	threads int
 	kv      string
+	act     string
 	ctx     int
 	draft   speculative.Config
 	drafter string
@@ -33,7 +33,8 @@ func (f *engineFlags) register(fs interface {
 }, defaultThreads int) {
 	fs.StringVar(&f.model, "m", "", "model file (GGUF)")
 	fs.IntVar(&f.threads, "threads", defaultThreads, "kernel worker threads (0 = all cores)")
-	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f16 (as llama.cpp) or f32")
+	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f16 (as llama.cpp), f32 or fp8 (E4M3, per-layer scales from the file)")
+	fs.StringVar(&f.act, "activations", "q8", "activations against NVFP4 weights: q8 (W4A8, as llama.cpp), f32 (W4A16) or nvfp4 (W4A4)")
 	fs.IntVar(&f.ctx, "ctx", 0, "context length in tokens (0 = the model's)")
 	def := speculative.DefaultConfig()
 	fs.StringVar(&f.draft.Mode, "draft", def.Mode, "speculative decoding: off, linear or tree")
@@ -47,14 +48,13 @@ func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
 	if f.model == "" {
 		return nil, fmt.Errorf("%w: -m MODEL.gguf is required", errUsage)
 	}
-	var kv tensor.DType
-	switch f.kv {
-	case "f16":
-		kv = tensor.F16
-	case "f32":
-		kv = tensor.F32
-	default:
-		return nil, fmt.Errorf("%w: --kv %q: want f16 or f32", errUsage, f.kv)
+	kv, err := engine.ParseKVType(f.kv)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --kv: %v", errUsage, err)
+	}
+	act, err := engine.ParseActivations(f.act)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --activations: %v", errUsage, err)
 	}
 	f.draft.Drafters = nil
 	for _, d := range strings.Split(f.drafter, ",") {
@@ -65,7 +65,7 @@ func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
 	if err := f.draft.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, flagNames(err))
 	}
-	return engine.Load(f.model, engine.Options{Threads: f.threads, KVType: kv, ContextLen: f.ctx, Draft: f.draft, Log: log})
+	return engine.Load(f.model, engine.Options{Threads: f.threads, KVType: kv, Activations: act, ContextLen: f.ctx, Draft: f.draft, Log: log})
 }
 
 // flagNames rewrites a draft config error's key (draft.steps) as the flag
