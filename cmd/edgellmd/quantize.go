@@ -8,6 +8,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/edgellmd/edgellmd/engine/calib"
+	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/quantize"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
@@ -23,6 +25,10 @@ func cmdQuantize(args []string, stdout io.Writer, log zerolog.Logger) error {
 	typ := fs.String("type", "nvfp4", "target type of the linear weights: nvfp4")
 	var keep multiFlag
 	fs.Var(&keep, "keep", "keep tensors whose name matches this pattern (e.g. 'blk.*.ffn_down.weight', 'output.weight') in their type; repeatable")
+	calibSrc := fs.String("calib", "own", "calibration text for the activation input scales and FP8 KV scales: own (text the model samples), none, or a JSONL file of chat requests ({\"messages\": [...], \"tools\": [...]}, e.g. bfcl_calib.jsonl) or {\"text\": ...} lines")
+	calibTokens := fs.Int("calib-tokens", 1024, "tokens of the model's own text to calibrate on (--calib own)")
+	calibLimit := fs.Int("calib-limit", 64, "JSONL lines to calibrate on at most")
+	threads := fs.Int("threads", 0, "threads for calibration (0 = all cores)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -33,7 +39,25 @@ func cmdQuantize(args []string, stdout io.Writer, log zerolog.Logger) error {
 	if !strings.EqualFold(*typ, "nvfp4") {
 		return fmt.Errorf("%w: --type %q is not supported (want nvfp4)", errUsage, *typ)
 	}
+	if *calibTokens < 1 || *calibLimit < 1 {
+		return fmt.Errorf("%w: --calib-tokens and --calib-limit must be at least 1", errUsage)
+	}
+	prompts, err := calibPrompts(pos[0], *calibSrc, *calibTokens, *calibLimit, log)
+	if err != nil {
+		return err
+	}
 	opt := quantize.Options{Type: tensor.NVFP4, Keep: keep}
+	if len(prompts) > 0 {
+		f, err := gguf.Open(pos[0])
+		if err != nil {
+			return err
+		}
+		opt.Calib, err = calib.Run(f, prompts, *threads)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
 	if isTTY(os.Stderr) {
 		opt.Progress = func(done, total int) {
 			const width = 40
@@ -54,6 +78,10 @@ func cmdQuantize(args []string, stdout io.Writer, log zerolog.Logger) error {
 		fmt.Fprint(stdout, ", LM head untied from the embedding")
 	}
 	fmt.Fprintf(stdout, "; tensor data %d -> %d bytes\n", rep.InBytes, rep.OutBytes)
+	if rep.CalibTokens > 0 {
+		fmt.Fprintf(stdout, "calibrated on %d tokens (%s): %d input scales, FP8 KV scales for %d layers\n",
+			rep.CalibTokens, *calibSrc, rep.InputScales, rep.KVScales)
+	}
 	for _, k := range rep.Kept {
 		fmt.Fprintf(stdout, "  kept %s\n", k)
 	}

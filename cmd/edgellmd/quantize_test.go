@@ -17,7 +17,7 @@ func TestQuantizeThenRunMatchesLlamaCpp(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("quantize: exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(stdout, "31 weight matrices to NVFP4") {
+	if !strings.Contains(stdout, "31 weight matrices to NVFP4") || !strings.Contains(stdout, "31 input scales, FP8 KV scales for 5 layers") {
 		t.Errorf("quantize printed %q", stdout)
 	}
 	for _, g := range readGoldens(t, "../../testdata/nvfp4/stories260K-nvfp4-greedy64.jsonl")[:3] {
@@ -38,6 +38,11 @@ func TestQuantizeThenRunMatchesLlamaCpp(t *testing.T) {
 func TestQuantizeErrors(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.gguf")
+	calibDir := t.TempDir()
+	badCalib := filepath.Join(calibDir, "bad.jsonl")
+	if err := os.WriteFile(badCalib, []byte("{\"text\":\"fine\"}\n{\"prompt\":\"what\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -47,6 +52,9 @@ func TestQuantizeErrors(t *testing.T) {
 		{[]string{"quantize", stories, out, "--type", "q4_0"}, 2, "--type"},
 		{[]string{"quantize", "/nonexistent/in.gguf", out}, 1, "/nonexistent/in.gguf"},
 		{[]string{"quantize", stories, out, "--keep", "["}, 1, "--keep"},
+		{[]string{"quantize", stories, out, "--calib", badCalib}, 1, "bad.jsonl:2"},
+		{[]string{"quantize", stories, out, "--calib", filepath.Join(calibDir, "missing.jsonl")}, 1, "missing.jsonl"},
+		{[]string{"quantize", stories, out, "--calib-tokens", "0"}, 2, "--calib-tokens"},
 	} {
 		_, errOut, code := run(t, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.want) {

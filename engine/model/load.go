@@ -14,6 +14,7 @@ import (
 // `<base>.bias`.
 type linear struct {
 	m          tensor.Matrix
+	name       string    // the weight's base name, e.g. "blk.0.attn_q"
 	scale      float32   // 0: none
 	inputScale float32   // `<name>.input_scale` (NVFP4 activations), 0: none; also in m.InputScale for W4A4
 	bias       []float32 // nil: none
@@ -154,7 +155,7 @@ func (l *loader) optMatrix(base string, cols, rows int) (linear, bool, error) {
 	if err != nil {
 		return linear{}, false, err
 	}
-	lin := linear{m: m}
+	lin := linear{m: m, name: base}
 	if lin.scale, err = l.optScalar(base + ".scale"); err != nil {
 		return linear{}, false, err
 	}

@@ -69,6 +69,11 @@ type Options struct {
 	// Pool runs the matrix products; nil makes one with a thread per CPU
 	// (never closed).
 	Pool *tensor.Pool
+	// Observe, when set, sees the input of every weight matrix product
+	// before it runs: the weight's base name (e.g. "blk.0.attn_q"), n rows
+	// of cols values. Calibration (engine/quantize) records activation
+	// ranges with it; it must not keep or change x.
+	Observe func(name string, x []float32, n, cols int)
 }
 
 // Load builds the model a GGUF file holds, chosen by general.architecture.
@@ -125,6 +130,7 @@ type decoder struct {
 	// kernels replaces engine/tensor's matrix products and SiLU when set
 	// (tests use it to run ggml's exact kernels); nil in normal use.
 	kernels *kernelHooks
+	observe func(name string, x []float32, n, cols int) // Options.Observe
 }
 
 // kernelHooks are stand-ins for engine/tensor kernels. matmul reports
@@ -294,6 +300,9 @@ func (d *decoder) mm(l *linear, dst, x []float32, n int) {
 	}
 	rows, cols := l.m.Rows, l.m.Cols
 	dst, x = dst[:n*rows], x[:n*cols]
+	if d.observe != nil {
+		d.observe(l.name, x, n, cols)
+	}
 	switch {
 	case d.kernels != nil && d.kernels.matmul != nil && d.kernels.matmul(dst, l.m, x, n):
 	case n == 1:

@@ -1,6 +1,10 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
 
 // KVRows is a copy of the attention keys and values of a run of tokens, in
 // every attention layer of a model. It is immutable once made, so several
@@ -230,4 +234,31 @@ func (s *state) Restore(sn Snapshot) error {
 	s.n = sn.Len
 	s.pending = 0
 	return nil
+}
+
+// AbsMax returns, per layer, the largest magnitude among the keys and
+// among the values the rows hold (E4M3 codes decoded without the layer's
+// scale); 0 for layers without attention. Calibration of FP8 KV scales
+// (engine/quantize) reads it from rows of an F32 or F16 cache.
+func (r *KVRows) AbsMax() (k, v []float32) {
+	k, v = make([]float32, len(r.layers)), make([]float32, len(r.layers))
+	amax := func(x float32, m float32) float32 {
+		if x < 0 {
+			x = -x
+		}
+		return max(x, m)
+	}
+	for i := range r.layers {
+		l := &r.layers[i]
+		for j := range l.k32 {
+			k[i], v[i] = amax(l.k32[j], k[i]), amax(l.v32[j], v[i])
+		}
+		for j := range l.k16 {
+			k[i], v[i] = amax(tensor.F16ToF32(l.k16[j]), k[i]), amax(tensor.F16ToF32(l.v16[j]), v[i])
+		}
+		for j := range l.k8 {
+			k[i], v[i] = amax(tensor.E4M3ToF32(l.k8[j]), k[i]), amax(tensor.E4M3ToF32(l.v8[j]), v[i])
+		}
+	}
+	return k, v
 }

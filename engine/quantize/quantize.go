@@ -20,6 +20,13 @@ type Options struct {
 	// Progress, when set, is called after each tensor with the number of
 	// tensors done and the total.
 	Progress func(done, total int)
+	// Calib is what the unquantized model saw on calibration prompts
+	// (engine/calib.Run): each NVFP4 weight gets `<base>.input_scale` =
+	// amax of its input / (6*448) (ModelOpt's static activation scale, used
+	// by W4A4) and the file gets per-layer FP8 KV scales (amax / 448) in
+	// edgellmd.kv_cache.{k,v}_scale. nil: no input scales (W4A4 then scales
+	// each vector itself) and no KV scales (1.0).
+	Calib *Calibration
 }
 
 // Report tells what Quantize did.
@@ -29,6 +36,12 @@ type Report struct {
 	Untied    bool     // the LM head was the tied token embedding; output.weight was added
 	InBytes   int64    // tensor data bytes before
 	OutBytes  int64    // and after
+	// CalibTokens are the tokens calibration ran; InputScales the
+	// `.input_scale` tensors written; KVScales the layers given FP8 KV
+	// scales from calibration.
+	CalibTokens int
+	InputScales int
+	KVScales    int
 }
 
 // keptByDefault names what the record run and ModelOpt leave in higher
@@ -52,8 +65,9 @@ const llamaFtypeNVFP4 = 39
 // ModelOpt does (per-tensor scale s2 = amax/(6*448), UE4M3 block scales of
 // amax_block/(6*s2), E2M1 values rounded to nearest even), followed by the
 // F32 [1] tensor `<base>.scale` = s2 that llama.cpp multiplies the product
-// by. No `<base>.input_scale` is written: llama.cpp's converter omits it when
-// it is 1.0, and its CPU backend does not use it. A model whose LM head is
+// by. With Options.Calib, `<base>.input_scale` (F32 [1]) follows, as
+// llama.cpp's converter names it (its CPU backend does not use it; our W4A4
+// does), and the per-layer FP8 KV scales go into the metadata. A model whose LM head is
 // the tied token embedding gets its own NVFP4 output.weight (llama.cpp refuses
 // scales on a tied NVFP4 head), unless "output.weight" is kept.
 //
@@ -72,8 +86,15 @@ func Quantize(f *gguf.File, opt Options) (*gguf.Writer, Report, error) {
 			return fail("--keep pattern %q: %w", p, err)
 		}
 	}
+	cal := opt.Calib
+	if cal != nil {
+		rep.CalibTokens = cal.Tokens
+	}
 	w := gguf.NewWriter()
 	for _, kv := range f.KVs {
+		if cal != nil && (kv.Key == kvKScaleKey || kv.Key == kvVScaleKey) {
+			continue // replaced by the calibrated ones below
+		}
 		v := kv.Value
 		if kv.Key == "general.file_type" {
 			v = uint32(llamaFtypeNVFP4)
@@ -88,6 +109,22 @@ func Quantize(f *gguf.File, opt Options) (*gguf.Writer, Report, error) {
 		}
 	}
 
+	if cal != nil && len(cal.KAmax) > 0 {
+		arch, _ := f.GetString("general.architecture")
+		blocks, _ := f.GetUint(arch + ".block_count")
+		k, v := cal.kvScales(int(blocks))
+		for i := range k {
+			if k[i] != 1 || v[i] != 1 {
+				rep.KVScales++
+			}
+		}
+		if err := w.AddKV(kvKScaleKey, k); err != nil {
+			return fail("%w", err)
+		}
+		if err := w.AddKV(kvVScaleKey, v); err != nil {
+			return fail("%w", err)
+		}
+	}
 	mtp := mtpBlocks(f)
 	_, hasOutput := f.Tensor("output.weight")
 	untie := !hasOutput && !opt.matches("output.weight")
@@ -98,7 +135,7 @@ func Quantize(f *gguf.File, opt Options) (*gguf.Writer, Report, error) {
 		rep.InBytes += t.Size
 		why := opt.keepReason(t, mtp)
 		if why == "" {
-			if err := addQuantized(w, t.Name, t, data, &rep); err != nil {
+			if err := addQuantized(w, t.Name, t, data, cal.inputScale(strings.TrimSuffix(t.Name, ".weight")), &rep); err != nil {
 				return fail("%w", err)
 			}
 		} else {
@@ -111,7 +148,8 @@ func Quantize(f *gguf.File, opt Options) (*gguf.Writer, Report, error) {
 			rep.OutBytes += t.Size
 		}
 		if untie && t.Name == "token_embd.weight" && t.Shape[0]%int64(tensor.NVFP4.BlockElems()) == 0 {
-			if err := addQuantized(w, "output.weight", t, data, &rep); err != nil {
+			// the tied head's input is what the model ran as token_embd
+			if err := addQuantized(w, "output.weight", t, data, cal.inputScale("token_embd"), &rep); err != nil {
 				return fail("%w", err)
 			}
 			rep.Untied = true
@@ -201,9 +239,10 @@ func (opt Options) keepReason(t *gguf.TensorInfo, mtp []string) string {
 	return ""
 }
 
-// addQuantized adds name as NVFP4 from the weight src (data its bytes) and
-// the per-tensor scale `<base>.scale`.
-func addQuantized(w *gguf.Writer, name string, src *gguf.TensorInfo, data []byte, rep *Report) error {
+// addQuantized adds name as NVFP4 from the weight src (data its bytes), the
+// per-tensor scale `<base>.scale` and, when inScale > 0, the calibrated
+// activation scale `<base>.input_scale`.
+func addQuantized(w *gguf.Writer, name string, src *gguf.TensorInfo, data []byte, inScale float32, rep *Report) error {
 	cols, rows := int(src.Shape[0]), int(src.Shape[1])
 	rb, err := src.Type.RowBytes(int64(cols))
 	if err != nil {
@@ -258,5 +297,16 @@ func addQuantized(w *gguf.Writer, name string, src *gguf.TensorInfo, data []byte
 	}
 	rep.Quantized = append(rep.Quantized, name)
 	rep.OutBytes += int64(len(out)) + 4
+	if inScale > 0 {
+		is := make([]byte, 4)
+		if err := tensor.QuantizeRow(tensor.F32, is, []float32{inScale}); err != nil {
+			return err
+		}
+		if err := w.AddTensor(base+".input_scale", tensor.F32, []int64{1}, is); err != nil {
+			return err
+		}
+		rep.InputScales++
+		rep.OutBytes += 4
+	}
 	return nil
 }
