@@ -109,20 +109,48 @@ func Load(path string, opt Options) (*Engine, error) {
 	opt.Log.Info().Str("model", path).Str("arch", m.Arch()).Int("threads", pool.Threads()).
 		Int("context", ctxLen).Int64("cache_max_bytes", max(opt.CacheMaxBytes, 0)).Msg("model loaded")
 	e := &Engine{path: path, file: f, pool: pool, model: m, tok: tok, ctxLen: ctxLen, log: opt.Log}
-	if opt.CacheMaxBytes > 0 {
-		e.cache = state.New(opt.CacheMaxBytes)
-	}
 	if err := e.SetDraft(opt.Draft); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if opt.CacheMaxBytes > 0 {
+		so := state.Options{MaxBytes: opt.CacheMaxBytes, Model: m, Log: opt.Log}
+		if opt.CacheDir != "" {
+			fp, err := cacheFingerprint(path, f.DataOffset, opt.KVType, opt.Activations)
+			if err != nil {
+				e.Close()
+				return nil, err
+			}
+			so.Dir, so.MaxDiskBytes, so.Fingerprint = opt.CacheDir, opt.CacheMaxDiskBytes, fp
+		}
+		if e.cache, err = state.Open(so); err != nil && so.Dir != "" {
+			// Serving matters more than persistence: a directory that
+			// cannot be used (not writable, or held by another process)
+			// leaves a memory-only cache, said loudly.
+			opt.Log.Error().Err(err).Str("cache.dir", so.Dir).Msg("prefix cache: the directory cannot be used; the cache stays in memory and is lost at restart")
+			so.Dir, so.Fingerprint = "", ""
+			e.cache, err = state.Open(so)
+		}
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("prefix cache: %w", err)
+		}
+	}
 	return e, nil
 }
 
-// Close unmaps the model and stops the worker pool.
+// Close writes out and closes the prefix cache, unmaps the model and stops
+// the worker pool.
 func (e *Engine) Close() error {
+	var cerr error
+	if e.cache != nil {
+		cerr = e.cache.Close()
+	}
 	e.pool.Close()
-	return e.file.Close()
+	if err := e.file.Close(); err != nil {
+		return err
+	}
+	return cerr
 }
 
 // Tokenizer returns the model's tokenizer.

@@ -81,6 +81,7 @@ func newMetrics(s *Server) *metrics {
 		}),
 		newMachineCollector(s.opt.Status),
 		newSettingsCollector(s.opt.Status, model),
+		newCacheCollector(sched, model),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -94,6 +95,8 @@ func (m *metrics) observe(rec *record, status int, elapsed time.Duration) {
 	}
 	m.promptTokens.Add(float64(rec.promptTokens))
 	m.genTokens.Add(float64(rec.outputTokens))
+	m.cacheQueries.Add(float64(rec.promptTokens))
+	m.cacheHits.Add(float64(rec.cachedTokens))
 	m.draftTokens.Add(float64(rec.draftTokens))
 	m.acceptedDraft.Add(float64(rec.acceptedTokens))
 	m.e2e.Observe(elapsed.Seconds())

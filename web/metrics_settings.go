@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/edgellmd/edgellmd/engine"
 )
 
 // settingsCollector exports the hot-reloadable settings in force and the
@@ -62,4 +64,56 @@ func (c *settingsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.reAt, prometheus.GaugeValue, float64(r.At.UnixNano())/1e9)
 		ch <- prometheus.MustNewConstMetric(c.restart, prometheus.GaugeValue, restart)
 	}
+}
+
+// cacheCollector exports the engine's prefix cache figures at scrape time.
+type cacheCollector struct {
+	sched                                        *engine.Scheduler
+	entries, ram, diskEntries, disk, restoredE   *prometheus.Desc
+	restoreSec, skipped, diskHits, droppedWrites *prometheus.Desc
+}
+
+func newCacheCollector(sched *engine.Scheduler, model prometheus.Labels) *cacheCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, model) }
+	return &cacheCollector{
+		sched:         sched,
+		entries:       d("edgellmd_prefix_cache_entries", "Snapshots held in memory."),
+		ram:           d("edgellmd_prefix_cache_ram_bytes", "Memory held by the prefix cache."),
+		diskEntries:   d("edgellmd_prefix_cache_disk_entries", "Snapshots indexed on disk."),
+		disk:          d("edgellmd_prefix_cache_disk_bytes", "Size of the prefix cache's segment files."),
+		restoredE:     d("edgellmd_prefix_cache_restored_entries", "Snapshots found on disk at start."),
+		restoreSec:    d("edgellmd_prefix_cache_restore_seconds", "Time the scan of the cache files at start took (so far, while it runs)."),
+		skipped:       d("edgellmd_prefix_cache_skipped_records_total", "Damaged, truncated or inconsistent records dropped."),
+		diskHits:      d("edgellmd_prefix_cache_disk_hit_tokens_total", "Prompt tokens restored by reading a snapshot back from disk."),
+		droppedWrites: d("edgellmd_prefix_cache_dropped_writes_total", "Snapshots not written to disk because the writer's queue was full."),
+	}
+}
+
+func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.entries, c.ram, c.diskEntries, c.disk, c.restoredE, c.restoreSec, c.skipped, c.diskHits, c.droppedWrites} {
+		ch <- d
+	}
+}
+
+func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.sched == nil {
+		return
+	}
+	st, ok := c.sched.Engine().CacheStats()
+	if !ok {
+		return
+	}
+	g := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
+	k := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	g(c.entries, float64(st.Entries))
+	g(c.ram, float64(st.Bytes))
+	g(c.diskEntries, float64(st.DiskEntries))
+	g(c.disk, float64(st.DiskBytes))
+	g(c.restoredE, float64(st.RestoredEntries))
+	g(c.restoreSec, st.RestoreSeconds)
+	k(c.skipped, float64(st.SkippedRecords))
+	k(c.diskHits, float64(st.DiskHitTokens))
+	k(c.droppedWrites, float64(st.DroppedWrites))
 }

@@ -99,6 +99,16 @@ type statusBook struct {
 	failed   int64
 	draft    int64 // speculative tokens proposed and accepted
 	accepted int64
+	queried  int64 // prompt tokens of generations, and those restored from the prefix cache
+	cached   int64
+}
+
+// cacheTokens are the prompt tokens of the generations run and those the
+// prefix cache served.
+func (b *statusBook) cacheTokens() (queried, cached int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.queried, b.cached
 }
 
 type requestSample struct {
@@ -149,6 +159,8 @@ func (b *statusBook) observe(now time.Time, id, method, path string, rec *record
 	b.total++
 	b.draft += int64(rec.draftTokens)
 	b.accepted += int64(rec.acceptedTokens)
+	b.queried += int64(rec.promptTokens)
+	b.cached += int64(rec.cachedTokens)
 	if failed {
 		b.failed++
 	}
@@ -287,16 +299,22 @@ type modelStatus struct {
 	ModelInfo
 }
 
-// cacheStatus is the prefix cache's state. The cache is not built yet: its
-// figures are zero, present so the page and dashboards have their place.
+// cacheStatus is the prefix cache's state: the engine's figures (RAM and
+// disk, what was restored at start) and the prompt tokens requests asked
+// for and got from it since the server started.
 type cacheStatus struct {
-	Enabled       bool    `json:"enabled"`
-	Entries       int64   `json:"entries"`
-	RAMBytes      int64   `json:"ram_bytes"`
-	DiskBytes     int64   `json:"disk_bytes"`
-	QueriedTokens int64   `json:"queried_tokens"`
-	HitTokens     int64   `json:"hit_tokens"`
-	HitRatio      float64 `json:"hit_ratio"`
+	Enabled         bool    `json:"enabled"`
+	Entries         int64   `json:"entries"`
+	RAMBytes        int64   `json:"ram_bytes"`
+	DiskEntries     int64   `json:"disk_entries"`
+	DiskBytes       int64   `json:"disk_bytes"`
+	Restoring       bool    `json:"restoring"`
+	RestoredEntries int64   `json:"restored_entries"`
+	RestoreSeconds  float64 `json:"restore_seconds"`
+	SkippedRecords  int64   `json:"skipped_records"`
+	QueriedTokens   int64   `json:"queried_tokens"`
+	HitTokens       int64   `json:"hit_tokens"`
+	HitRatio        float64 `json:"hit_ratio"`
 	CacheSettings
 }
 
@@ -328,6 +346,18 @@ func (s *Server) statusJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	if spec[0] > 0 {
 		doc.Speculative.Acceptance = float64(spec[1]) / float64(spec[0])
+	}
+	doc.Cache.QueriedTokens, doc.Cache.HitTokens = s.book.cacheTokens()
+	if doc.Cache.QueriedTokens > 0 {
+		doc.Cache.HitRatio = float64(doc.Cache.HitTokens) / float64(doc.Cache.QueriedTokens)
+	}
+	if sched := s.opt.Scheduler; sched != nil {
+		if st, ok := sched.Engine().CacheStats(); ok {
+			c := &doc.Cache
+			c.Enabled, c.Entries, c.RAMBytes = true, int64(st.Entries), st.Bytes
+			c.DiskEntries, c.DiskBytes, c.Restoring = int64(st.DiskEntries), st.DiskBytes, st.Restoring
+			c.RestoredEntries, c.RestoreSeconds, c.SkippedRecords = int64(st.RestoredEntries), st.RestoreSeconds, st.SkippedRecords
+		}
 	}
 	if src := s.opt.Status; src != nil {
 		if st, ok := src.Power(); ok {

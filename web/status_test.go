@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -195,7 +196,8 @@ func TestMetricsAfterRequests(t *testing.T) {
 		{"edgellmd_time_per_output_token_seconds", nil, 3},
 		{"edgellmd_e2e_request_latency_seconds", nil, 3},
 		{"edgellmd_request_success_total", map[string]string{"finished_reason": "length"}, 3},
-		{"edgellmd_prefix_cache_queries_total", nil, 0},
+		{"edgellmd_prefix_cache_queries_total", nil, float64(promptTokens)}, // the cache is off: none hit
+		{"edgellmd_prefix_cache_hits_total", nil, 0},
 		{"edgellmd_spec_decode_num_draft_tokens_total", nil, 0},
 		{"edgellmd_num_requests_running", nil, 0},
 		{"edgellmd_num_requests_waiting", nil, 0},
@@ -394,7 +396,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	ts, _, _ := statusServer(t)
+	ts, promptTokens, _ := statusServer(t)
 	out := t.ArtifactDir()
 	run := func(args ...string) []byte {
 		t.Helper()
@@ -428,9 +430,9 @@ func TestStatusPageInChromium(t *testing.T) {
 		`id="model-arch" class="">llama<`,
 		`id="model-quant" class="">F32<`,
 		`id="model-size" class="">1.13 MiB`,
-		`id="cache-entries" class="">0 (not built yet)<`,
+		`id="cache-entries" class="">0 (off: cache.max_bytes is 0)<`,
 		`id="cache-ram" class="">0 B of 2.00 GiB<`,
-		`id="cache-hit" class="">0.0% (0 of 0 tokens)<`,
+		fmt.Sprintf(`id="cache-hit" class="">0.0%% (0 of %d tokens)<`, promptTokens),
 		`id="spec-params" class="">steps 8 · top-k 2 · verify 16 nodes · mtp, suffix<`,
 		`draft.top_k: must be at least 1`,
 		`id="req-total" class="warn">4 / 1<`,

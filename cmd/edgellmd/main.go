@@ -32,9 +32,9 @@ Usage:
   edgellmd update   keygen -o KEYBASE | pack --key KEY --version V [--model-check] DIR -o BUNDLE
                     | apply BUNDLE [--pubkey KEY]... [--allow-downgrade] | status [--json] | rollback
                     [--state-dir /var/lib/edgellmd]
+  edgellmd cache    stats|clear [-c /etc/edgellmd/edgellmd.yaml] [--dir DIR] [--json]
   edgellmd version
 
-Not in this build yet: cache.
 Run "edgellmd COMMAND -h" for a command's flags.
 `
 
@@ -67,6 +67,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdBench(rest, stdout, log)
 	case "power":
 		err = cmdPower(rest, stdout, log)
+	case "cache":
+		err = cmdCache(rest, stdout, log)
 	case "draft":
 		err = cmdDraft(rest, stdout, log)
 	case "update":
@@ -79,9 +81,6 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "edgellmd", version)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-	case "cache":
-		fmt.Fprintf(stderr, "edgellmd %s: not in this build yet\n", cmd)
-		return 2
 	default:
 		fmt.Fprintf(stderr, "edgellmd: unknown command %q\n\n%s", cmd, usage)
 		return 2

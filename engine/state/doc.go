@@ -13,6 +13,21 @@
 // snapshot refers to it. Restoring copies into the sequence's own state, so
 // eviction never pulls memory from under a running sequence.
 //
-// Persistence to disk (ARCHITECTURE.md, "Prefix cache and persistence") is
-// not here yet.
+// With a directory (Open with Options.Dir) the cache persists: every
+// published snapshot goes to a writer goroutine (a bounded queue; Publish
+// never waits for the disk) that appends its new pages and then the
+// snapshot to append-only segment files, each record with a CRC-32C, each
+// segment headed by the caller's fingerprint (model file, KV type) and the
+// format version (segment.go spells the format out). The files are a
+// second tier: a Lookup that finds a longer prefix on disk than in memory
+// reads it back (and keeps it in memory). At Open the files are scanned in
+// the background and their snapshots become visible as each segment is
+// read; a damaged record, a truncated tail or a segment of another
+// fingerprint is skipped with a log line and never used. The disk budget is
+// kept by deleting whole segments, other fingerprints' first and then the
+// oldest, after copying forward the pages newer snapshots still need;
+// snapshots that lookups keep using are rewritten before their segment
+// goes. A LOCK file (flock) keeps two processes from using one directory,
+// and a process killed at any moment loses only the records it had not
+// written yet. InspectDir and ClearDir serve `edgellmd cache`.
 package state

@@ -146,9 +146,12 @@ function render(s) {
 
   // Cache
   const c = s.cache;
-  set("cache-entries", String(c.entries) + (c.enabled ? "" : " (not built yet)"));
+  set("cache-entries", String(c.entries) + (c.enabled ? "" : " (off: cache.max_bytes is 0)"));
   set("cache-ram", `${bytes(c.ram_bytes)} of ${bytes(c.max_bytes)}`);
-  set("cache-disk", `${bytes(c.disk_bytes)} of ${bytes(c.max_disk_bytes)}`);
+  set("cache-disk", `${bytes(c.disk_bytes)} of ${bytes(c.max_disk_bytes)} (${c.disk_entries} entries)`);
+  set("cache-restored", c.restoring ? `restoring… ${c.restored_entries} entries so far` :
+    `${c.restored_entries} entries in ${num(c.restore_seconds, 2)} s` + (c.skipped_records ? `, ${c.skipped_records} damaged records skipped` : ""),
+    c.skipped_records ? "warn" : "");
   set("cache-hit", `${num(c.hit_ratio * 100, 1)}% (${c.hit_tokens} of ${c.queried_tokens} tokens)`);
   set("cache-persist", c.persist ? "yes" + (c.dir ? ", in " + c.dir : "") : "no");
 
