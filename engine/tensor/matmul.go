@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"sync/atomic"
 )
 
 // mmJob is the state of the matrix product in flight, plus the scratch the
@@ -18,12 +19,18 @@ type mmJob struct {
 	actQ  []q8Act   // Q8_0: activation blocks, vector after vector: actQ[v*nb+b]
 	actP  []q8Pair  // Q8_0, n > 1: vectors 2i and 2i+1 packed: actP[i*nb+b]
 	actF4 []fp4Act  // NVFP4 W4A4: activation blocks, vector after vector
+	actT  []byte    // tile kernels: activations repacked per group (gemm.go)
+	tiled bool      // rows runs the tile kernels on actT
 	invG  []float32 // NVFP4 W4A4: per vector, 1/G (nvfp4a4.go)
 	wide  [][]float32
 	lanes [][]float32 // per worker: one vector, rounded, before it goes lane-major
 
 	// nvAct is how NVFP4 weights meet activations (SetNVFP4Activations).
 	nvAct NVFP4Activations
+
+	// minus128 is set by convert when a Q8_0 activation quant is -128
+	// (only from NaN input), which the tile kernels cannot take.
+	minus128 atomic.Bool
 
 	rowsFn    func(worker, lo, hi int) // prebound methods, so calls do not allocate
 	convertFn func(worker, lo, hi int)
@@ -131,7 +138,15 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 		}
 		j.actQ = j.actQ[:n*m.Cols/q8Block]
 		j.src = x
+		j.tiled = useSIMD && useTiles && tileVectors(n) > 0 && m.Cols > 0
+		if j.tiled {
+			j.actT = growBytes(j.actT, tileSlots(n)*m.Cols/q8Block*q8ActBytes)
+		}
 		p.parallel(n, 1, j.convertFn)
+		if j.minus128.Load() {
+			j.tiled = false
+			j.minus128.Store(false)
+		}
 		if n > 1 && m.Type == Q8_0 && !useSIMD { // dot2Q8's packed pairs
 			np, nb := n/2, m.Cols/q8Block
 			if cap(j.actP) < np*nb {
@@ -160,7 +175,10 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 		}
 		chunk = max(1, min(chunk, (128<<10)/max(1, rowBytes)))
 		if m.Type == F16 || m.Type == BF16 {
-			if chunk >= 4 {
+			switch {
+			case useSIMD && useTiles && chunk >= 3:
+				chunk -= chunk % 3 // whole tiles of gemmHalfRows' three rows
+			case chunk >= 4:
 				chunk &^= 3 // whole blocks of exactRowsLanes' four rows
 			}
 			for w := range j.wide {
@@ -171,6 +189,15 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 	p.parallel(m.Rows, chunk, j.rowsFn)
 
 	j.m, j.dst, j.x, j.src = Matrix{}, nil, nil, nil
+	j.tiled = false
+}
+
+// growBytes is grow for bytes.
+func growBytes(s []byte, n int) []byte {
+	if cap(s) < n {
+		return make([]byte, n)
+	}
+	return s[:n]
 }
 
 // grow returns s resized to n values, reusing its array when large enough.
@@ -216,8 +243,16 @@ func (j *mmJob) convert(worker, lo, hi int) {
 			}
 			fallthrough
 		case Q8_0:
-			for b := 0; b < cols/q8Block; b++ {
-				quantizeActQ8_0(&j.actQ[v*(cols/q8Block)+b], src[b*q8Block:(b+1)*q8Block], actQ8Flavor)
+			nb := cols / q8Block
+			quantizeQ8Vector(j.actQ[v*nb:(v+1)*nb], src)
+			if j.tiled && j.m.Type == Q8_0 {
+				if packQ8Tile(j.actT, j.actQ[v*nb:(v+1)*nb], v, j.n, nb) {
+					j.minus128.Store(true)
+				}
+			} else if j.tiled {
+				if packNVQ8Tile(j.actT, j.actQ[v*nb:(v+1)*nb], v, j.n, nb/2) {
+					j.minus128.Store(true)
+				}
 			}
 		}
 	}
@@ -244,7 +279,11 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			return
 		}
 		if useSIMD {
-			dotHalfMatSIMD(j.dst, raw, j.x, lo, hi, cols, rows, n, m.Type == BF16)
+			if useTiles {
+				gemmHalfRows(j.dst, raw, j.x, lo, hi, cols, rows, n, m.Type == BF16)
+			} else {
+				dotHalfMatSIMD(j.dst, raw, j.x, lo, hi, cols, rows, n, m.Type == BF16)
+			}
 			return
 		}
 		w := j.wide[worker][:len(raw)]
@@ -257,8 +296,16 @@ func (j *mmJob) rows(worker, lo, hi int) {
 	case Q8_0:
 		rb, nb := m.rowBytes(), cols/q8Block
 		dst := j.dst
-		if useSIMD { // the SIMD kernel takes one vector at a time
-			for v := 0; v < n; v++ {
+		if useSIMD {
+			v := 0
+			if j.tiled { // groups of eight, four and two vectors per tile
+				for v < tileVectors(n) {
+					_, s, used := tileGroup(v, n)
+					gemmQ8Rows(dst, m.Data, rb, lo, hi, rows, j.actT[v*nb*q8ActBytes:], v, s, used)
+					v += used
+				}
+			}
+			for ; v < n; v++ { // the rest one vector at a time
 				dotQ8Rows(dst[v*rows+lo:v*rows+hi], m.Data[lo*rb:hi*rb], rb, j.actQ[v*nb:(v+1)*nb])
 			}
 			return
@@ -278,7 +325,19 @@ func (j *mmJob) rows(worker, lo, hi int) {
 	case NVFP4:
 		rb := m.rowBytes()
 		data := m.Data[lo*rb : hi*rb]
-		for v := 0; v < n; v++ {
+		v := 0
+		switch {
+		case j.tiled: // W4A8: groups of eight, four and two vectors per tile
+			for v < tileVectors(n) {
+				_, s, used := tileGroup(v, n)
+				gemmNVQ8Rows(j.dst, m.Data, rb, lo, hi, rows, j.actT[v*cols/q8Block*q8ActBytes:], v, s, used)
+				v += used
+			}
+		case useSIMD && useTiles && j.nvAct == NVFP4ActFP4 && n >= 4 && rb > 0:
+			gemmNVFP4Rows(j.dst, m.Data, rb, lo, hi, rows, j.actF4, j.invG, n)
+			return
+		}
+		for ; v < n; v++ {
 			out := j.dst[v*rows+lo : v*rows+hi]
 			switch j.nvAct {
 			case NVFP4ActF32:

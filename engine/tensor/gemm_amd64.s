@@ -1,0 +1,701 @@
+#include "textflag.h"
+
+// AVX2 tile kernels for MatMul with several vectors: one weight row (three
+// for F16 and BF16) against a group of vectors, so that each weight block
+// is loaded and unpacked once for the whole group. Every (row, vector)
+// pair keeps its own eight (W4A4: sixteen) lane accumulators and sees
+// exactly the operations of its one-vector kernel (dot_amd64.s,
+// nvfp4_amd64.s) and plain-Go twin, in the same order: only the exact
+// integer sums of four products are formed differently (VPSIGNB and
+// VPMADDUBSW instead of widening to int16), and F16's rounded product and
+// add become one FMA, which rounds the same exact sum once. The Go
+// wrappers in gemm_amd64.go add the lanes with hsum8 (the multi-row Q8_0
+// kernels with HSUM8, the same additions).
+
+// Words of 1, for VPMADDWD.
+DATA gemmOnes<>+0(SB)/8, $0x0001000100010001
+DATA gemmOnes<>+8(SB)/8, $0x0001000100010001
+DATA gemmOnes<>+16(SB)/8, $0x0001000100010001
+DATA gemmOnes<>+24(SB)/8, $0x0001000100010001
+GLOBL gemmOnes<>(SB), RODATA|NOPTR, $32
+
+// ---------------------------------------------------------------- Q8_0
+
+// Q8PAIR adds one block of one vector of the tile into acc. Y9: the weight
+// quants, Y10: their absolute values, Y15: words of 1; the activation
+// quants are at off(DI) and the pair's scale product d at doff(SP).
+// |w| <= 128 as an unsigned byte times x*sign(w) (|x| <= 127: Q8_0
+// activations hold -128 only after a NaN, and MatMul then does not come
+// here; see packQ8Tile) cannot saturate
+// VPMADDUBSW's int16 pair sums (2*128*127 < 2^15), so the dword k of the
+// result is the exact integer sum of the products of quants 4k..4k+3:
+// twin lane k. lane = fma(d, float32(isum), lane), as dotQ8.
+#define Q8PAIR(off, doff, acc) \
+	VMOVDQU off(DI), Y11; \
+	VPSIGNB Y9, Y11, Y11; \
+	VPMADDUBSW Y11, Y10, Y11; \
+	VPMADDWD Y15, Y11, Y11; \
+	VCVTDQ2PS Y11, Y11; \
+	VBROADCASTSS doff(SP), Y12; \
+	VFMADD231PS Y11, Y12, acc
+
+// Q8WEIGHT readies one weight block at 0(SI): X8 = its F16 scale as F32,
+// broadcast to Y8; Y9 the quants, Y10 their absolute values.
+#define Q8WEIGHT \
+	MOVWLZX (SI), AX; \
+	VMOVD AX, X8; \
+	VCVTPH2PS X8, X8; \
+	VBROADCASTSS X8, Y8; \
+	VMOVDQU 2(SI), Y9; \
+	VPABSB Y9, Y10
+
+// HSUM8 stores hsum8 of the eight lanes of acc (ymm) / accx (its xmm) at
+// addr: ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)), ggml's hsum_float_8
+// and kernels.go's hsum8, operand for operand. Clobbers X12, X13.
+#define HSUM8(acc, accx, addr) \
+	VEXTRACTF128 $1, acc, X12; \
+	VADDPS X12, accx, X12; \
+	VMOVHLPS X12, X12, X13; \
+	VADDPS X13, X12, X12; \
+	VMOVSHDUP X12, X13; \
+	VADDSS X13, X12, X12; \
+	VMOVSS X12, addr
+
+// The multi-row Q8_0 tiles: rows rows of rb bytes from row, each against
+// the packed vectors at act (nblk blocks), the lanes added with HSUM8 and
+// stored to dst[v*dstride/4 + r]: the whole of gemmQ8Rows's loop for one
+// group, without a return to Go per row. Registers: R11 the row, R12 the
+// vectors, R13 nblk, R8 the rows left, DX the outputs of vector 0 of this
+// row, BX those of vector 4; R9 = dstride, R10 = 3*dstride.
+#define Q8ROWSINIT \
+	MOVQ row+0(FP), R11; \
+	MOVQ rows+16(FP), R8; \
+	MOVQ act+24(FP), R12; \
+	MOVQ nblk+32(FP), R13; \
+	MOVQ dst+40(FP), DX; \
+	MOVQ dstride+48(FP), R9; \
+	LEAQ (R9)(R9*2), R10; \
+	VMOVDQU gemmOnes<>(SB), Y15
+
+#define Q8ROWSNEXT \
+	ADDQ rb+8(FP), R11; \
+	ADDQ $4, DX; \
+	DECQ R8
+
+// func gemmQ8Lanes1x8(row *byte, act *byte, nblk int, lanes *[64]float32)
+// One Q8_0 row (34-byte blocks) times eight vectors packed by packQ8Tile
+// (per block: 8x32 quants, then the eight F32 scales): lanes[8*v+k] is
+// lane k of vector v. nblk > 0.
+TEXT ·gemmQ8Lanes1x8(SB), NOSPLIT, $32-32
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nblk+16(FP), CX
+	MOVQ lanes+24(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VMOVDQU gemmOnes<>(SB), Y15
+
+q8x8loop:
+	Q8WEIGHT
+	VMULPS 256(DI), Y8, Y8
+	VMOVUPS Y8, (SP)
+	Q8PAIR(0, 0, Y0)
+	Q8PAIR(32, 4, Y1)
+	Q8PAIR(64, 8, Y2)
+	Q8PAIR(96, 12, Y3)
+	Q8PAIR(128, 16, Y4)
+	Q8PAIR(160, 20, Y5)
+	Q8PAIR(192, 24, Y6)
+	Q8PAIR(224, 28, Y7)
+	ADDQ $34, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ q8x8loop
+
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VZEROUPPER
+	RET
+
+// func gemmQ8Lanes1x4(row *byte, act *byte, nblk int, lanes *[32]float32)
+// As gemmQ8Lanes1x8 for four vectors (per block: 4x32 quants, four
+// scales). nblk > 0.
+TEXT ·gemmQ8Lanes1x4(SB), NOSPLIT, $16-32
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nblk+16(FP), CX
+	MOVQ lanes+24(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VMOVDQU gemmOnes<>(SB), Y15
+
+q8x4loop:
+	Q8WEIGHT
+	VMULPS 128(DI), X8, X8
+	VMOVUPS X8, (SP)
+	Q8PAIR(0, 0, Y0)
+	Q8PAIR(32, 4, Y1)
+	Q8PAIR(64, 8, Y2)
+	Q8PAIR(96, 12, Y3)
+	ADDQ $34, SI
+	ADDQ $144, DI
+	DECQ CX
+	JNZ q8x4loop
+
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VZEROUPPER
+	RET
+
+// func gemmQ8Lanes1x2(row *byte, act *byte, nblk int, lanes *[16]float32)
+// As gemmQ8Lanes1x8 for two vectors (per block: 2x32 quants, two scales).
+// nblk > 0.
+TEXT ·gemmQ8Lanes1x2(SB), NOSPLIT, $16-32
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nblk+16(FP), CX
+	MOVQ lanes+24(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VMOVDQU gemmOnes<>(SB), Y15
+
+q8x2loop:
+	Q8WEIGHT
+	VMOVSD 64(DI), X13
+	VMULPS X13, X8, X8
+	VMOVUPS X8, (SP)
+	Q8PAIR(0, 0, Y0)
+	Q8PAIR(32, 4, Y1)
+	ADDQ $34, SI
+	ADDQ $72, DI
+	DECQ CX
+	JNZ q8x2loop
+
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VZEROUPPER
+	RET
+
+// func gemmQ8Tile1x8(row *byte, rb, rows int, act *byte, nblk int, dst *float32, dstride int)
+// rows > 0, nblk > 0.
+TEXT ·gemmQ8Tile1x8(SB), NOSPLIT, $32-56
+	Q8ROWSINIT
+
+q8t8row:
+	MOVQ R11, SI
+	MOVQ R12, DI
+	MOVQ R13, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+q8t8loop:
+	Q8WEIGHT
+	VMULPS 256(DI), Y8, Y8
+	VMOVUPS Y8, (SP)
+	Q8PAIR(0, 0, Y0)
+	Q8PAIR(32, 4, Y1)
+	Q8PAIR(64, 8, Y2)
+	Q8PAIR(96, 12, Y3)
+	Q8PAIR(128, 16, Y4)
+	Q8PAIR(160, 20, Y5)
+	Q8PAIR(192, 24, Y6)
+	Q8PAIR(224, 28, Y7)
+	ADDQ $34, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ q8t8loop
+
+	LEAQ (DX)(R9*4), BX
+	HSUM8(Y0, X0, (DX))
+	HSUM8(Y1, X1, (DX)(R9*1))
+	HSUM8(Y2, X2, (DX)(R9*2))
+	HSUM8(Y3, X3, (DX)(R10*1))
+	HSUM8(Y4, X4, (BX))
+	HSUM8(Y5, X5, (BX)(R9*1))
+	HSUM8(Y6, X6, (BX)(R9*2))
+	HSUM8(Y7, X7, (BX)(R10*1))
+	Q8ROWSNEXT
+	JNZ q8t8row
+	VZEROUPPER
+	RET
+
+// func gemmQ8Tile1x4(row *byte, rb, rows int, act *byte, nblk int, dst *float32, dstride int)
+// rows > 0, nblk > 0.
+TEXT ·gemmQ8Tile1x4(SB), NOSPLIT, $16-56
+	Q8ROWSINIT
+
+q8t4row:
+	MOVQ R11, SI
+	MOVQ R12, DI
+	MOVQ R13, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+q8t4loop:
+	Q8WEIGHT
+	VMULPS 128(DI), X8, X8
+	VMOVUPS X8, (SP)
+	Q8PAIR(0, 0, Y0)
+	Q8PAIR(32, 4, Y1)
+	Q8PAIR(64, 8, Y2)
+	Q8PAIR(96, 12, Y3)
+	ADDQ $34, SI
+	ADDQ $144, DI
+	DECQ CX
+	JNZ q8t4loop
+
+	HSUM8(Y0, X0, (DX))
+	HSUM8(Y1, X1, (DX)(R9*1))
+	HSUM8(Y2, X2, (DX)(R9*2))
+	HSUM8(Y3, X3, (DX)(R10*1))
+	Q8ROWSNEXT
+	JNZ q8t4row
+	VZEROUPPER
+	RET
+
+// func gemmQ8Tile1x2(row *byte, rb, rows int, act *byte, nblk int, dst *float32, dstride int)
+// rows > 0, nblk > 0.
+TEXT ·gemmQ8Tile1x2(SB), NOSPLIT, $16-56
+	Q8ROWSINIT
+
+q8t2row:
+	MOVQ R11, SI
+	MOVQ R12, DI
+	MOVQ R13, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+q8t2loop:
+	Q8WEIGHT
+	VMOVSD 64(DI), X13
+	VMULPS X13, X8, X8
+	VMOVUPS X8, (SP)
+	Q8PAIR(0, 0, Y0)
+	Q8PAIR(32, 4, Y1)
+	ADDQ $34, SI
+	ADDQ $72, DI
+	DECQ CX
+	JNZ q8t2loop
+
+	HSUM8(Y0, X0, (DX))
+	HSUM8(Y1, X1, (DX)(R9*1))
+	Q8ROWSNEXT
+	JNZ q8t2row
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------- F16, BF16
+
+// HALFVEC runs one vector (eight columns at off) of the 3x4 tile: Y12-Y14
+// hold the three rows' widened weights.
+// F16: lane = fma(w, x, lane), which is dotF16's lane += float32(w*x):
+// the product of two F16 values (11-bit significands, exponents within
+// 2^-48..2^32) is exact in F32, so rounding the sum once is all either does.
+#define F16VEC(xaddr, a0, a1, a2) \
+	VMOVUPS xaddr, Y15; \
+	VFMADD231PS Y15, Y12, a0; \
+	VFMADD231PS Y15, Y13, a1; \
+	VFMADD231PS Y15, Y14, a2
+
+// BF16: lane += float32(w*x), a rounded product then a rounded add as
+// dotBF16 (a BF16 product can fall outside F32's range, so no fusing).
+#define BF16VEC(xaddr, a0, a1, a2) \
+	VMULPS xaddr, Y12, Y15; \
+	VADDPS Y15, a0, a0; \
+	VMULPS xaddr, Y13, Y15; \
+	VADDPS Y15, a1, a1; \
+	VMULPS xaddr, Y14, Y15; \
+	VADDPS Y15, a2, a2
+
+#define HALFZERO \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7; \
+	VXORPS Y8, Y8, Y8; \
+	VXORPS Y9, Y9, Y9; \
+	VXORPS Y10, Y10, Y10; \
+	VXORPS Y11, Y11, Y11
+
+#define HALFSTORE \
+	VMOVUPS Y0, (DX); \
+	VMOVUPS Y1, 32(DX); \
+	VMOVUPS Y2, 64(DX); \
+	VMOVUPS Y3, 96(DX); \
+	VMOVUPS Y4, 128(DX); \
+	VMOVUPS Y5, 160(DX); \
+	VMOVUPS Y6, 192(DX); \
+	VMOVUPS Y7, 224(DX); \
+	VMOVUPS Y8, 256(DX); \
+	VMOVUPS Y9, 288(DX); \
+	VMOVUPS Y10, 320(DX); \
+	VMOVUPS Y11, 352(DX)
+
+// func gemmF16Lanes3x4(w *uint16, stride int, x *float32, xstride int, nblk int, lanes *[96]float32)
+// Three F16 rows (stride bytes apart) times four vectors (xstride bytes
+// apart), nblk blocks of eight columns: lanes[8*(4*r+v)+k] is lane k of
+// row r with vector v. Twelve independent chains.
+TEXT ·gemmF16Lanes3x4(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ xstride+24(FP), R9
+	MOVQ nblk+32(FP), CX
+	MOVQ lanes+40(FP), DX
+	LEAQ (R9)(R9*2), R10
+	HALFZERO
+
+f16x34loop:
+	VCVTPH2PS (SI), Y12
+	VCVTPH2PS (SI)(BX*1), Y13
+	VCVTPH2PS (SI)(BX*2), Y14
+	F16VEC((DI), Y0, Y4, Y8)
+	F16VEC((DI)(R9*1), Y1, Y5, Y9)
+	F16VEC((DI)(R9*2), Y2, Y6, Y10)
+	F16VEC((DI)(R10*1), Y3, Y7, Y11)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ f16x34loop
+
+	HALFSTORE
+	VZEROUPPER
+	RET
+
+// func gemmBF16Lanes3x4(w *uint16, stride int, x *float32, xstride int, nblk int, lanes *[96]float32)
+// As gemmF16Lanes3x4 for BF16 rows, summed as dotBF16.
+TEXT ·gemmBF16Lanes3x4(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ stride+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ xstride+24(FP), R9
+	MOVQ nblk+32(FP), CX
+	MOVQ lanes+40(FP), DX
+	LEAQ (R9)(R9*2), R10
+	HALFZERO
+
+bf16x34loop:
+	VPMOVZXWD (SI), Y12
+	VPMOVZXWD (SI)(BX*1), Y13
+	VPMOVZXWD (SI)(BX*2), Y14
+	VPSLLD $16, Y12, Y12
+	VPSLLD $16, Y13, Y13
+	VPSLLD $16, Y14, Y14
+	BF16VEC((DI), Y0, Y4, Y8)
+	BF16VEC((DI)(R9*1), Y1, Y5, Y9)
+	BF16VEC((DI)(R9*2), Y2, Y6, Y10)
+	BF16VEC((DI)(R10*1), Y3, Y7, Y11)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ bf16x34loop
+
+	HALFSTORE
+	VZEROUPPER
+	RET
+
+// ---------------------------------------------------------------- NVFP4
+
+// ggml's doubled E2M1 values, for VPSHUFB (as nvfp4Tab in nvfp4_amd64.s).
+DATA gemmE2M1<>+0(SB)/8, $0x0c08060403020100
+DATA gemmE2M1<>+8(SB)/8, $0xf4f8fafcfdfeff00
+DATA gemmE2M1<>+16(SB)/8, $0x0c08060403020100
+DATA gemmE2M1<>+24(SB)/8, $0xf4f8fafcfdfeff00
+GLOBL gemmE2M1<>(SB), RODATA|NOPTR, $32
+
+DATA gemmLow<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA gemmLow<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA gemmLow<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA gemmLow<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL gemmLow<>(SB), RODATA|NOPTR, $32
+
+DATA gemmW7F<>+0(SB)/8, $0x007f007f007f007f
+DATA gemmW7F<>+8(SB)/8, $0x007f007f007f007f
+GLOBL gemmW7F<>(SB), RODATA|NOPTR, $16
+
+DATA gemmF256<>+0(SB)/4, $0x43800000
+GLOBL gemmF256<>(SB), RODATA|NOPTR, $4
+
+// VPSHUFB control: scale bytes b0..b3 to the words b0 b0 b1 b1 b2 b2 b3 b3.
+DATA gemmDup<>+0(SB)/8, $0x8001800180008000
+DATA gemmDup<>+8(SB)/8, $0x8003800380028002
+GLOBL gemmDup<>(SB), RODATA|NOPTR, $16
+
+// NVSCALES4 loads the four UE4M3 scale bytes at 0(SI) as floats (UE4M3 *
+// 2^-8, the NaN code 0x7F zeroed, as nvfp4_amd64.s's NVFP4SCALES) into
+// X13. Clobbers AX, X12.
+#define NVSCALES4 \
+	MOVL 0(SI), AX; \
+	VMOVD AX, X13; \
+	VPMOVZXBW X13, X13; \
+	VPAND gemmW7F<>(SB), X13, X13; \
+	VPCMPEQW gemmW7F<>(SB), X13, X12; \
+	VPSLLW $7, X13, X13; \
+	VPANDN X13, X12, X13; \
+	VCVTPH2PS X13, X13
+
+// NVHALF readies half h of the weight block at 0(SI) (code bytes off..off+15,
+// sub-blocks 2h and 2h+1), as nvfp4_amd64.s's NVFP4CODES and NVFP4ROW: Y8
+// the doubled E2M1 values in nibble order, Y9 their absolute values, Y10
+// the lane scales [s s s' s' s s s' s'] (perm 0x50 for half 0, 0xFA for
+// half 1). Clobbers Y11.
+#define NVHALF(off, perm) \
+	VPERMILPS $perm, X13, X10; \
+	VINSERTF128 $1, X10, Y10, Y10; \
+	VMOVDQU off(SI), X8; \
+	VPSRLW $4, X8, X11; \
+	VPAND gemmLow<>(SB), X8, X8; \
+	VPAND gemmLow<>(SB), X11, X11; \
+	VINSERTI128 $1, X11, Y8, Y8; \
+	VPSHUFB Y8, Y14, Y8; \
+	VPABSB Y8, Y9
+
+// NVQ8PAIR adds one half block of one vector into acc: activation quants
+// (nibble order) at qoff(DI), d*128 at doff(DI). Lane scale (UE4M3 * 2^-8)
+// * (d * 128), both factors exact: dotNVFP4Q8's rounded UE4M3/2 * d.
+#define NVQ8PAIR(qoff, doff, acc) \
+	VBROADCASTSS doff(DI), Y12; \
+	VMULPS Y12, Y10, Y12; \
+	VMOVDQU qoff(DI), Y11; \
+	VPSIGNB Y8, Y11, Y11; \
+	VPMADDUBSW Y11, Y9, Y11; \
+	VPMADDWD Y15, Y11, Y11; \
+	VCVTDQ2PS Y11, Y11; \
+	VFMADD231PS Y11, Y12, acc
+
+// func gemmNVFP4Q8Lanes1x8(row *byte, act *byte, nblk int, lanes *[64]float32)
+// W4A8: one NVFP4 row (36-byte blocks) times eight vectors packed by
+// packNVQ8Tile (per block: for each vector 64 quants, each Q8_0 block's 32
+// in nibble order; then the eight d*128 of the first Q8_0 block, then
+// those of the second). lanes[8*v+j] is register lane j of vector v (twin
+// lane [0 1 4 5 2 3 6 7][j], as dotNVFP4Q8Lanes). nblk > 0.
+TEXT ·gemmNVFP4Q8Lanes1x8(SB), NOSPLIT, $0-32
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nblk+16(FP), CX
+	MOVQ lanes+24(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VMOVDQU gemmE2M1<>(SB), Y14
+	VMOVDQU gemmOnes<>(SB), Y15
+
+nvq8x8loop:
+	NVSCALES4
+	NVHALF(4, 0x50)
+	NVQ8PAIR(0, 512, Y0)
+	NVQ8PAIR(64, 516, Y1)
+	NVQ8PAIR(128, 520, Y2)
+	NVQ8PAIR(192, 524, Y3)
+	NVQ8PAIR(256, 528, Y4)
+	NVQ8PAIR(320, 532, Y5)
+	NVQ8PAIR(384, 536, Y6)
+	NVQ8PAIR(448, 540, Y7)
+	NVHALF(20, 0xFA)
+	NVQ8PAIR(32, 544, Y0)
+	NVQ8PAIR(96, 548, Y1)
+	NVQ8PAIR(160, 552, Y2)
+	NVQ8PAIR(224, 556, Y3)
+	NVQ8PAIR(288, 560, Y4)
+	NVQ8PAIR(352, 564, Y5)
+	NVQ8PAIR(416, 568, Y6)
+	NVQ8PAIR(480, 572, Y7)
+	ADDQ $36, SI
+	ADDQ $576, DI
+	DECQ CX
+	JNZ nvq8x8loop
+
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VZEROUPPER
+	RET
+
+// func gemmNVFP4Q8Lanes1x4(row *byte, act *byte, nblk int, lanes *[32]float32)
+// As gemmNVFP4Q8Lanes1x8 for four vectors. nblk > 0.
+TEXT ·gemmNVFP4Q8Lanes1x4(SB), NOSPLIT, $0-32
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nblk+16(FP), CX
+	MOVQ lanes+24(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VMOVDQU gemmE2M1<>(SB), Y14
+	VMOVDQU gemmOnes<>(SB), Y15
+
+nvq8x4loop:
+	NVSCALES4
+	NVHALF(4, 0x50)
+	NVQ8PAIR(0, 256, Y0)
+	NVQ8PAIR(64, 260, Y1)
+	NVQ8PAIR(128, 264, Y2)
+	NVQ8PAIR(192, 268, Y3)
+	NVHALF(20, 0xFA)
+	NVQ8PAIR(32, 272, Y0)
+	NVQ8PAIR(96, 276, Y1)
+	NVQ8PAIR(160, 280, Y2)
+	NVQ8PAIR(224, 284, Y3)
+	ADDQ $36, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ nvq8x4loop
+
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VZEROUPPER
+	RET
+
+// func gemmNVFP4Q8Lanes1x2(row *byte, act *byte, nblk int, lanes *[16]float32)
+// As gemmNVFP4Q8Lanes1x8 for two vectors. nblk > 0.
+TEXT ·gemmNVFP4Q8Lanes1x2(SB), NOSPLIT, $0-32
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nblk+16(FP), CX
+	MOVQ lanes+24(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VMOVDQU gemmE2M1<>(SB), Y14
+	VMOVDQU gemmOnes<>(SB), Y15
+
+nvq8x2loop:
+	NVSCALES4
+	NVHALF(4, 0x50)
+	NVQ8PAIR(0, 128, Y0)
+	NVQ8PAIR(64, 132, Y1)
+	NVHALF(20, 0xFA)
+	NVQ8PAIR(32, 136, Y0)
+	NVQ8PAIR(96, 140, Y1)
+	ADDQ $36, SI
+	ADDQ $144, DI
+	DECQ CX
+	JNZ nvq8x2loop
+
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VZEROUPPER
+	RET
+
+// NVF4PAIR adds one block of one vector (an fp4Act: codes at lo and hi,
+// lane factors at d) into accLo
+// (twin lanes 0-7) and accHi (lanes 8-15). Y8, Y10: the weight's doubled
+// codes of the low and high nibbles, Y9, Y11 their absolute values, Y12
+// the row's lane scales UE4M3 (sub-block k/2). d = UE4M3 * SF/4, rounded
+// as dotNVFP4FP4's; d*isum is exact, so the fused step is its add.
+#define NVF4PAIR(lo, hi, d, accLo, accHi) \
+	VMULPS d, Y12, Y15; \
+	VMOVDQU lo, Y13; \
+	VPSIGNB Y8, Y13, Y13; \
+	VPMADDUBSW Y13, Y9, Y13; \
+	VPMADDWD gemmOnes<>(SB), Y13, Y13; \
+	VCVTDQ2PS Y13, Y13; \
+	VFMADD231PS Y13, Y15, accLo; \
+	VMOVDQU hi, Y13; \
+	VPSIGNB Y10, Y13, Y13; \
+	VPMADDUBSW Y13, Y11, Y13; \
+	VPMADDWD gemmOnes<>(SB), Y13, Y13; \
+	VCVTDQ2PS Y13, Y13; \
+	VFMADD231PS Y13, Y15, accHi
+
+// func gemmNVFP4FP4Lanes1x4(row *byte, act *fp4Act, xstride int, nblk int, lanes *[32]float32)
+// W4A4: one NVFP4 row times four vectors of fp4Act blocks, xstride bytes
+// apart: lanes[8*v+k] is twin lane k + twin lane k+8 of vector v (as
+// dotNVFP4FP4Lanes). nblk > 0.
+TEXT ·gemmNVFP4FP4Lanes1x4(SB), NOSPLIT, $0-40
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ xstride+16(FP), BX
+	MOVQ nblk+24(FP), CX
+	MOVQ lanes+32(FP), DX
+	LEAQ (BX)(BX*2), R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VMOVDQU gemmE2M1<>(SB), Y14
+
+nvf4x4loop:
+	// Lane scales: bytes b0 b0 b1 b1 .. as words, UE4M3 * 2^-8, times 256.
+	MOVL 0(SI), AX
+	VMOVD AX, X12
+	VPSHUFB gemmDup<>(SB), X12, X12
+	VPAND gemmW7F<>(SB), X12, X12
+	VPCMPEQW gemmW7F<>(SB), X12, X13
+	VPSLLW $7, X12, X12
+	VPANDN X12, X13, X12
+	VCVTPH2PS X12, Y12
+	VBROADCASTSS gemmF256<>(SB), Y13
+	VMULPS Y13, Y12, Y12
+	// The 32 code bytes: low nibbles Y8, high nibbles Y10.
+	VMOVDQU 4(SI), Y8
+	VPSRLW $4, Y8, Y10
+	VPAND gemmLow<>(SB), Y8, Y8
+	VPAND gemmLow<>(SB), Y10, Y10
+	VPSHUFB Y8, Y14, Y8
+	VPSHUFB Y10, Y14, Y10
+	VPABSB Y8, Y9
+	VPABSB Y10, Y11
+	NVF4PAIR((DI), 32(DI), 64(DI), Y0, Y1)
+	NVF4PAIR((DI)(BX*1), 32(DI)(BX*1), 64(DI)(BX*1), Y2, Y3)
+	NVF4PAIR((DI)(BX*2), 32(DI)(BX*2), 64(DI)(BX*2), Y4, Y5)
+	NVF4PAIR((DI)(R9*1), 32(DI)(R9*1), 64(DI)(R9*1), Y6, Y7)
+	ADDQ $36, SI
+	ADDQ $96, DI
+	DECQ CX
+	JNZ nvf4x4loop
+
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y5, Y4, Y4
+	VADDPS Y7, Y6, Y6
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y2, 32(DX)
+	VMOVUPS Y4, 64(DX)
+	VMOVUPS Y6, 96(DX)
+	VZEROUPPER
+	RET
