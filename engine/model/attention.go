@@ -107,14 +107,23 @@ func (a *attention) forward(d *decoder, s *state, li int, h []float32, n int, ou
 
 	o := w.o[:n*qDim]
 	w.att = attnJob{a: a, c: c, q: q, o: o, n: n, tasks: n * a.heads, tiled: n >= tiledQueries, scratch: w.att.scratch}
+	// A chain's tiled attention over an F16 cache goes by tiles of
+	// tileTokens tokens of one KV head (runTiles).
+	w.att.tiles = w.att.tiled && w.chain && c.k16 != nil && useAttnKernels
+	if w.att.tiles {
+		w.att.tasks = a.kvHeads * ((n + tileTokens - 1) / tileTokens)
+	}
 	chunks := 1
-	if visible := w.base + n; w.att.tasks > 1 && w.att.tasks*visible*hd >= 1<<12 {
+	if visible := w.base + n; w.att.tasks > 1 && n*a.heads*visible*hd >= 1<<12 {
 		chunks = min(d.pool.Threads(), w.att.tasks)
 	}
 	w.att.chunks = chunks
-	if c.k32 != nil {
+	switch {
+	case c.k32 != nil:
 		// per-chunk scratch of the non-flash path: scores, and lanes per value dim
 		w.att.scratch = growF32(w.att.scratch, chunks*(w.maxTokens+32*hd))
+	case w.att.tiles:
+		w.att.scratch = growF32(w.att.scratch, chunks*a.tileScratch())
 	}
 	if chunks > 1 {
 		d.pool.Run(chunks, w.attFn)
@@ -142,12 +151,17 @@ type attnJob struct {
 	tasks   int
 	chunks  int
 	tiled   bool
+	tiles   bool // tasks are (tile, KV head) pairs of runTiles
 	scratch []float32
 }
 
 // runAttention computes the outputs of the task chunks [lo, hi).
 func (w *work) runAttention(lo, hi int) {
 	j := &w.att
+	if j.tiles {
+		w.runTiles(lo, hi)
+		return
+	}
 	a := j.a
 	hd := a.headDim
 	group := a.heads / a.kvHeads
@@ -195,11 +209,18 @@ func (w *work) attendF16(i int, q, o []float32, kvOff int, q16, acc []float32) {
 	clear(acc)
 	sm := onlineSoftmax{M: float32(math.Inf(-1))}
 	end, anc := w.visible(i)
-	for slot := 0; slot < end; slot++ {
-		w.stepF16(&sm, slot, kvOff, q16, acc)
-	}
-	for _, j := range anc {
-		w.stepF16(&sm, w.base+int(j), kvOff, q16, acc)
+	if useAttnKernels {
+		w.runF16(&sm, 0, end, kvOff, q16, acc)
+		for _, j := range anc {
+			w.runF16(&sm, w.base+int(j), w.base+int(j)+1, kvOff, q16, acc)
+		}
+	} else {
+		for slot := 0; slot < end; slot++ {
+			w.stepF16(&sm, slot, kvOff, q16, acc)
+		}
+		for _, j := range anc {
+			w.stepF16(&sm, w.base+int(j), kvOff, q16, acc)
+		}
 	}
 	inv := sm.inverse()
 	for d := range o {
@@ -230,15 +251,40 @@ func (w *work) attendFP8(i int, q, o []float32, kvOff int, acc []float32) {
 		tensor.AxpyE4M3(acc, c.v8[off:off+hd], vs)
 	}
 	end, anc := w.visible(i)
-	for slot := 0; slot < end; slot++ {
-		step(slot)
-	}
-	for _, j := range anc {
-		step(w.base + int(j))
+	if useAttnKernels {
+		w.runFP8(&sm, 0, end, kvOff, q, sk, acc)
+		for _, j := range anc {
+			w.runFP8(&sm, w.base+int(j), w.base+int(j)+1, kvOff, q, sk, acc)
+		}
+	} else {
+		for slot := 0; slot < end; slot++ {
+			step(slot)
+		}
+		for _, j := range anc {
+			step(w.base + int(j))
+		}
 	}
 	inv := sm.inverse() * c.vScale
 	for d := range o {
 		o[d] = acc[d] * inv
+	}
+}
+
+// runFP8 takes the cache slots [lo, hi) in order as attendFP8's step does,
+// f16Block at a time: their scores, the online softmax over them in order,
+// then their values into the running output (tensor.AttnAccE4M3, the same
+// Scale and AxpyE4M3 steps in the same order).
+func (w *work) runFP8(sm *onlineSoftmax, lo, hi, kvOff int, q []float32, sk float32, acc []float32) {
+	c := w.att.c
+	dim, hd := c.dim, len(q)
+	var ms, vs [f16Block]float32
+	for b := lo; b < hi; b += f16Block {
+		m := min(f16Block, hi-b)
+		for r := 0; r < m; r++ {
+			off := (b+r)*dim + kvOff
+			ms[r], vs[r] = sm.add(tensor.DotE4M3(c.k8[off:off+hd], q) * sk)
+		}
+		tensor.AttnAccE4M3(acc, c.v8[b*dim+kvOff:], dim, ms[:m], vs[:m])
 	}
 }
 
@@ -264,6 +310,33 @@ func (sm *onlineSoftmax) inverse() float32 {
 		return 0
 	}
 	return 1 / sm.S
+}
+
+// f16Block is how many cache slots runF16 scores before it runs their
+// softmax and values.
+const f16Block = 256
+
+// runF16 takes the cache slots [lo, hi) in order, as stepF16 does one by
+// one: the scores of f16Block slots at a time (tensor.AttnDotF16Rows), the
+// online softmax over them in order, then their values into the running
+// output (tensor.AttnAccF16, which keeps every ggml_vec_scale_f16 and
+// ggml_vec_mad_f16 of stepF16 in the same order). The scores do not depend
+// on the softmax, and each output dimension is its own chain, so only the
+// grouping of the work changes.
+func (w *work) runF16(sm *onlineSoftmax, lo, hi, kvOff int, q16, acc []float32) {
+	c := w.att.c
+	dim := c.dim
+	scale := w.att.a.scale
+	var s, ms, vs [f16Block]float32
+	for b := lo; b < hi; b += f16Block {
+		m := min(f16Block, hi-b)
+		off := b*dim + kvOff
+		tensor.AttnDotF16Rows(s[:m], c.k16[off:], dim, q16)
+		for r := 0; r < m; r++ {
+			ms[r], vs[r] = sm.add(s[r] * scale)
+		}
+		tensor.AttnAccF16(acc, c.v16[off:], dim, ms[:m], vs[:m])
+	}
 }
 
 // stepF16 takes one cache slot: q16 and acc hold F16 values widened to
@@ -303,6 +376,10 @@ func (w *work) attendNoFlash(i int, q, o []float32, kvOff int, scratch []float32
 	batch := w.att.n >= 2
 	sc := scratch[:total]
 	tinyKQ := batch && a.heads == 1 && hd%8 == 0
+	if useAttnKernels && !tinyKQ {
+		w.attendNoFlashKernels(q, o, kvOff, scratch, sc, end, anc, batch && hd%4 == 0)
+		return
+	}
 	mx := float32(math.Inf(-1))
 	for p := range sc {
 		off := slotAt(p)*dim + kvOff
@@ -357,6 +434,79 @@ func (w *work) attendNoFlash(i int, q, o []float32, kvOff int, scratch []float32
 	}
 	for d := 0; d < hd; d++ {
 		o[d] = reduce32((*[32]float32)(acc[d*32 : d*32+32]))
+	}
+}
+
+// attendNoFlashKernels is attendNoFlash (but for its tinyBLAS K·Q case) with
+// the same operations grouped for the kernels: the scores of the contiguous
+// slots [0, end) by tensor.AttnDotF32Rows (ggml_vec_dot_f32 each), the
+// exponentials by tensor.AttnExpShift, and P·V with the lane accumulators
+// laid out lane-major (lane l of every value dim together), so that a slot
+// is one fused tensor.AttnMadF32 into its lane's row; every (dim, lane)
+// cell still takes its slots in order. lanes8 selects tinyBLAS's 8 lanes
+// (a batch) over ggml_vec_dot_f32's 32.
+func (w *work) attendNoFlashKernels(q, o []float32, kvOff int, scratch, sc []float32, end int, anc []int32, lanes8 bool) {
+	c := w.att.c
+	a := w.att.a
+	hd, dim := a.headDim, c.dim
+	slotAt := func(p int) int {
+		if p < end {
+			return p
+		}
+		return w.base + int(anc[p-end])
+	}
+	if end > 0 {
+		tensor.AttnDotF32Rows(sc[:end], c.k32[kvOff:], dim, q)
+	}
+	for p := end; p < len(sc); p++ {
+		off := slotAt(p)*dim + kvOff
+		tensor.AttnDotF32Rows(sc[p:p+1], c.k32[off:off+hd], dim, q)
+	}
+	mx := float32(math.Inf(-1))
+	for p := range sc {
+		sc[p] *= a.scale
+		mx = max(mx, sc[p])
+	}
+	tensor.AttnExpShift(sc, sc, mx)
+	var sum float64
+	for p := 0; p < len(sc); {
+		block := slotAt(p) / 8
+		var lanes [8]float32
+		for ; p < len(sc) && slotAt(p)/8 == block; p++ {
+			lanes[slotAt(p)%8] = sc[p]
+		}
+		sum += float64(hsum8(&lanes))
+	}
+	inv := float32(1 / sum)
+	for p := range sc {
+		sc[p] *= inv
+	}
+	L := 32
+	if lanes8 {
+		L = 8
+	}
+	acc := scratch[len(scratch)-32*hd : len(scratch)-(32-L)*hd] // L rows of hd
+	clear(acc)
+	for p, pr := range sc {
+		slot := slotAt(p)
+		off := slot*dim + kvOff
+		l := slot % L
+		tensor.AttnMadF32(acc[l*hd:(l+1)*hd], c.v32[off:off+hd], pr)
+	}
+	for d := 0; d < hd; d++ {
+		if lanes8 {
+			var x [8]float32
+			for l := range x {
+				x[l] = acc[l*hd+d]
+			}
+			o[d] = hsum8(&x)
+		} else {
+			var x [32]float32
+			for l := range x {
+				x[l] = acc[l*hd+d]
+			}
+			o[d] = reduce32(&x)
+		}
 	}
 }
 
@@ -437,6 +587,125 @@ func (w *work) attendTiled(i int, q, o []float32, kvOff int) {
 		inv = 1 / S
 	}
 	tensor.Scale(o, inv)
+}
+
+// useAttnKernels selects the restructured loops of attention and the
+// DeltaNet (runTiles, the tensor.Attn* and tensor.Delta* kernels); false
+// runs the plain per-query loops they reproduce bit for bit, which tests
+// compare them with.
+var useAttnKernels = true
+
+// tileTokens is how many consecutive tokens of a chain share one pass over
+// the F16 cache in runTiles (with every query head of a KV head).
+const tileTokens = 32
+
+// tileScratch is the scratch runTiles needs per chunk: a block of tiledKV
+// keys widened to F32 and transposed (hd rows of tiledKV), the block's
+// values widened (tiledKV rows of hd), then the running maximum and sum of
+// every query of a tile.
+func (a *attention) tileScratch() int {
+	return 2*tiledKV*a.headDim + 2*tileTokens*(a.heads/a.kvHeads)
+}
+
+// runTiles is attendTiled for a chain batch over an F16 cache, computed by
+// tiles: a task is tileTokens consecutive tokens with the query heads of one
+// KV head, and walks the cache once, block by block, for all its queries
+// (each block's keys are widened and transposed once for them all). Chunk
+// ch takes tasks ch, ch+chunks, ..., which spreads the long (late) tiles of
+// a causal batch over the chunks.
+func (w *work) runTiles(lo, hi int) {
+	j := &w.att
+	per := j.a.tileScratch()
+	for ch := lo; ch < hi; ch++ {
+		sc := j.scratch[ch*per : (ch+1)*per]
+		for t := ch; t < j.tasks; t += j.chunks {
+			w.attendTile(t/j.a.kvHeads*tileTokens, t%j.a.kvHeads, sc)
+		}
+	}
+}
+
+// attendTile computes the outputs of the tokens [i0, i0+tileTokens) of the
+// batch for the query heads of KV head g. Per query it performs exactly the
+// operations of attendTiled, in the same order: the scaled K·Q chains (64
+// keys at a time by tensor.AttnScores64, the keys widened and transposed
+// once per block by tensor.AttnKT), the block softmax (tensor.AttnExpSum:
+// ggml_v_expf lane by lane and the float64 sum of the blocks' hsum8) and the
+// P·V chains (tensor.AttnMadRows, over the block's values widened once by
+// tensor.AttnWidenF16). Two query heads of a token go through the x2
+// kernels together (a pair shares the block's m).
+func (w *work) attendTile(i0, g int, sc []float32) {
+	j := &w.att
+	a, c := j.a, j.c
+	hd, dim := a.headDim, c.dim
+	group := a.heads / a.kvHeads
+	kvOff := g * hd
+	i1 := min(i0+tileTokens, j.n)
+	kt := sc[:tiledKV*hd]
+	vf := sc[tiledKV*hd : 2*tiledKV*hd]
+	ms := sc[2*tiledKV*hd : 2*tiledKV*hd+tileTokens*group]
+	ss := sc[2*tiledKV*hd+tileTokens*group : 2*tiledKV*hd+2*tileTokens*group]
+	for qi := range (i1 - i0) * group {
+		ms[qi], ss[qi] = float32(math.Inf(-1)), 0
+		t := (i0+qi/group)*a.heads + g*group + qi%group
+		clear(j.o[t*hd : (t+1)*hd])
+	}
+	var scores, probs, scores1, probs1 [tiledKV]float32
+	end := w.base + i1 // query i sees the slots [0, base+i+1)
+	for b0 := 0; b0 < end; b0 += tiledKV {
+		bEnd := min(b0+tiledKV, end)
+		tensor.AttnKT(kt, c.k16[b0*dim+kvOff:], dim, bEnd-b0, hd)
+		tensor.AttnWidenF16(vf, c.v16[b0*dim+kvOff:], dim, bEnd-b0, hd)
+		for i := max(i0, b0-w.base); i < i1; i++ {
+			m := min(w.base+i+1, bEnd) - b0
+			// the query heads of token i by pairs, which share the kernels' passes
+			for h := 0; h < group; h += 2 {
+				qi := (i-i0)*group + h
+				t := i*a.heads + g*group + h
+				q := j.q[t*hd : (t+1)*hd]
+				o := j.o[t*hd : (t+1)*hd]
+				if h+1 == group {
+					tensor.AttnScores64(&scores, kt, q, a.scale)
+					tileSoftmax(&probs, &scores, m, &ms[qi], &ss[qi], o)
+					tensor.AttnMadRows(o, vf, hd, probs[:m])
+					continue
+				}
+				q1 := j.q[(t+1)*hd : (t+2)*hd]
+				o1 := j.o[(t+1)*hd : (t+2)*hd]
+				tensor.AttnScores64x2(&scores, &scores1, kt, q, q1, a.scale)
+				tileSoftmax(&probs, &scores, m, &ms[qi], &ss[qi], o)
+				tileSoftmax(&probs1, &scores1, m, &ms[qi+1], &ss[qi+1], o1)
+				tensor.AttnMadRowsx2(o, o1, vf, hd, probs[:m], probs1[:m])
+			}
+		}
+	}
+	for qi := range (i1 - i0) * group {
+		t := (i0+qi/group)*a.heads + g*group + qi%group
+		inv := float32(0)
+		if ss[qi] != 0 {
+			inv = 1 / ss[qi]
+		}
+		tensor.Scale(j.o[t*hd:(t+1)*hd], inv)
+	}
+}
+
+// tileSoftmax is one query's online softmax step over a block of m scores
+// in attendTiled's order: the block maximum, the rescaling of the running
+// output o and sum *S when the running maximum *M grows, then the
+// probabilities (tensor.AttnExpSum) and their float64 sum added to *S.
+func tileSoftmax(probs, scores *[tiledKV]float32, m int, M, S *float32, o []float32) {
+	tileMax := float32(math.Inf(-1))
+	for _, s := range scores[:m] {
+		tileMax = max(tileMax, s)
+	}
+	Mnew := max(*M, tileMax)
+	if Mnew > *M {
+		e := expf(*M - Mnew)
+		tensor.Scale(o, e)
+		*S *= e
+	}
+	*M = Mnew
+	sum := tensor.AttnExpSum(probs, scores, m, Mnew)
+	*S = float32(float64(*S) + sum)
 }
 
 func (w *work) kvAt(h []uint16, f []float32, i int) float32 {

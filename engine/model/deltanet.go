@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"sync"
 
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
@@ -27,6 +28,9 @@ type deltaNet struct {
 	norm                            []float32 // gated RMSNorm weight (head size), not zero-centred
 	eps                             float32
 	scale                           float32 // 1/sqrt(head size)
+
+	convT     []float32 // conv tap-major (kernel rows of channels), for tensor.ConvTaps
+	convTOnce sync.Once
 }
 
 // inputs per token that a pending tree keeps for Commit: conv input, g, beta.
@@ -74,7 +78,7 @@ func (dn *deltaNet) forward(d *decoder, s *state, li int, h []float32, n int, ou
 		or := o[r*dv : (r+1)*dv]
 		zr := z[r*dv : (r+1)*dv]
 		tensor.RMSNorm(or, or, dn.norm, dn.eps)
-		d.silu(zr)
+		dn.silu(d, zr)
 		tensor.Mul(or, zr)
 	}
 	d.mm(&dn.wOut, out, o, n)
@@ -140,29 +144,58 @@ func (dn *deltaNet) runHeads(d *decoder, w *work, n int) {
 // silu(sum_j conv[ch][j] * u_j) over the window u = (win..., mix).
 // ggml's x86 build multiplies in blocks of 4 and 8 taps and adds in order,
 // fusing only the last kernel%4 taps.
+//
+// With useAttnKernels, tensor.ConvTaps does the same per channel, eight
+// channels at a time, over the taps transposed once (convT).
 func (dn *deltaNet) convToken(d *decoder, out, win, mix []float32) {
 	K, C := dn.kernel, dn.convDim
-	unfused := K - K%4
-	for ch := 0; ch < C; ch++ {
-		taps := dn.conv[ch*K : (ch+1)*K]
-		var sum float32
-		for j := 0; j < K; j++ {
-			u := mix[ch]
-			if j < K-1 {
-				u = win[j*C+ch]
+	if useAttnKernels {
+		dn.convTOnce.Do(dn.transposeConv)
+		tensor.ConvTaps(out[:C], win[:(K-1)*C], mix[:C], dn.convT, K)
+	} else {
+		unfused := K - K%4
+		for ch := 0; ch < C; ch++ {
+			taps := dn.conv[ch*K : (ch+1)*K]
+			var sum float32
+			for j := 0; j < K; j++ {
+				u := mix[ch]
+				if j < K-1 {
+					u = win[j*C+ch]
+				}
+				if j < unfused {
+					sum += float32(u * taps[j])
+				} else {
+					sum = fma32(u, taps[j], sum)
+				}
 			}
-			if j < unfused {
-				sum += float32(u * taps[j])
-			} else {
-				sum = fma32(u, taps[j], sum)
-			}
+			out[ch] = sum
 		}
-		out[ch] = sum
 	}
-	d.silu(out)
+	dn.silu(d, out)
 	dk := dn.headDim
 	for hd := 0; hd < 2*dn.kHeads; hd++ { // q heads, then k heads
 		l2Norm(out[hd*dk:(hd+1)*dk], dn.eps)
+	}
+}
+
+// silu is d.silu with tensor.SiLUVec (the same bits, AVX2) unless a test
+// replaced the kernels.
+func (dn *deltaNet) silu(d *decoder, x []float32) {
+	if useAttnKernels && d.kernels == nil {
+		tensor.SiLUVec(x)
+		return
+	}
+	d.silu(x)
+}
+
+// transposeConv fills convT: the taps tap-major.
+func (dn *deltaNet) transposeConv() {
+	K, C := dn.kernel, dn.convDim
+	dn.convT = make([]float32, K*C)
+	for ch := 0; ch < C; ch++ {
+		for j := 0; j < K; j++ {
+			dn.convT[j*C+ch] = dn.conv[ch*K+j]
+		}
 	}
 }
 
@@ -220,7 +253,14 @@ func (w *work) runDelta(lo, hi int) {
 // step is one token of the gated delta rule for one value head, in the
 // order and rounding of ggml-cpu's gated_delta_net op. S is d_v rows of d_k
 // (row j is column j of the paper's S).
+//
+// With useAttnKernels, tensor.DeltaStep does the same operations row by
+// row in one pass (AVX2 where the CPU has it).
 func (dn *deltaNet) step(S, q, k, v []float32, g, beta float32, o, delta []float32) {
+	if useAttnKernels {
+		tensor.DeltaStep(S, q, k, v, expf(g), beta, dn.scale, o)
+		return
+	}
 	dk := dn.headDim
 	tensor.Scale(S, expf(g))
 	for j := 0; j < dk; j++ {

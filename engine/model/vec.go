@@ -13,7 +13,9 @@ import (
 // GCC, whose -ffp-contract=fast turns a*b+c into an FMA): 4 accumulators of
 // 8 lanes over blocks of 32, a fixed tree reduction, then the leftovers.
 // Other builds (AVX-512, NEON) sum in another order and differ in the last
-// bits. Candidates for engine/tensor once it has SIMD kernels.
+// bits. The fast paths (useAttnKernels) run engine/tensor's attn_* kernels,
+// which reproduce these loops bit for bit; these stay the reference loops
+// (and the F32 cache's tinyBLAS case).
 
 // reduce32 is GGML_F32x8_REDUCE over 4 vectors of 8 lanes (acc[j*8+l]).
 func reduce32(acc *[32]float32) float32 {
