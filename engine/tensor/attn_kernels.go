@@ -285,17 +285,9 @@ func attnAccF16Go(acc []float32, v []uint16, stride int, ms, vs []float32) {
 	}
 }
 
-// SiLUVec is SiLU (x / (1 + exp(-x)) with ggml_v_expf, the same bits) with
-// the whole blocks of eight in AVX2 where the CPU has it: ggml_v_silu.
-// (SiLU itself could call it; vecops.go is not this file's.)
-func SiLUVec(x []float32) {
-	nb := 0
-	if useSIMD && len(x) >= 8 {
-		nb = len(x) / 8
-		siluBlocks(&x[0], nb)
-	}
-	SiLU(x[8*nb:])
-}
+// SiLUVec is SiLU, which now runs whole blocks of eight in AVX2
+// (ggml_v_silu) itself; kept for its callers.
+func SiLUVec(x []float32) { SiLU(x) }
 
 // AttnDotF32Rows sets dst[r] to ggmlDotF32 (ggml_vec_dot_f32) of row r of k
 // (rows stride values apart, len(q) values each) with q: the non-flash

@@ -123,6 +123,16 @@ func Softmax(x []float32) {
 // SiLU replaces each x by x / (1 + exp(-x)), with ggml's vectorised expf
 // (ggml_v_silu).
 func SiLU(x []float32) {
+	nb := 0
+	if useSIMD && len(x) >= 8 {
+		nb = len(x) / 8
+		siluBlocks(&x[0], nb) // whole blocks of eight in AVX2, the same bits
+	}
+	siluScalar(x[8*nb:])
+}
+
+// siluScalar is SiLU one value at a time: the plain-Go twin of siluBlocks.
+func siluScalar(x []float32) {
 	for i, v := range x {
 		x[i] = v / (1 + expf32(-v))
 	}

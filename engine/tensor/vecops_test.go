@@ -257,3 +257,39 @@ func TestSiLU(t *testing.T) {
 		}
 	}
 }
+
+// SiLU's AVX2 blocks (siluBlocks) give the bits of the one-value-at-a-time
+// twin, for random values, the exp thresholds, signed zeros, subnormals
+// and infinities, at every length (whole blocks and tails).
+func TestSiLUBlocksMatchScalar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	var x []float32
+	for _, v := range []float32{0, float32(math.Copysign(0, -1)), 1e-40, -1e-40, 88.7, -88.7, 89, -89, 103, -103,
+		float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32, -math.MaxFloat32} {
+		x = append(x, v)
+	}
+	for len(x) < 4096 {
+		x = append(x, float32(rng.NormFloat64()*float64([]float32{1, 10, 100}[rng.IntN(3)])))
+	}
+	for n := 0; n <= 40; n++ {
+		for _, in := range [][]float32{x[:n], x[len(x)-n:]} {
+			got, want := append([]float32(nil), in...), append([]float32(nil), in...)
+			SiLU(got)
+			siluScalar(want)
+			for i := range got {
+				g, w := got[i], want[i]
+				if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+					t.Fatalf("n=%d: SiLU(%g) = %g (%#08x), scalar twin %g (%#08x)", n, in[i], g, math.Float32bits(g), w, math.Float32bits(w))
+				}
+			}
+		}
+	}
+	got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+	SiLU(got)
+	siluScalar(want)
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+			t.Fatalf("SiLU(%g) = %g, scalar twin %g", x[i], got[i], want[i])
+		}
+	}
+}
