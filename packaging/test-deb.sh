@@ -68,6 +68,14 @@ need dpkg-deb "apt-get install dpkg"
 need lintian "apt-get install lintian"
 need shellcheck "apt-get install shellcheck"
 need systemd-analyze "apt-get install systemd"
+need qemu-aarch64-static "apt-get install qemu-user-static"
+# The arm64 binary is a PIE: its loader comes from the cross libc.
+QEMU_LD_PREFIX=${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}
+export QEMU_LD_PREFIX
+[ -e "$QEMU_LD_PREFIX/lib/ld-linux-aarch64.so.1" ] || {
+	echo "test-deb: no arm64 loader under $QEMU_LD_PREFIX: apt-get install libc6-arm64-cross" >&2
+	exit 1
+}
 
 # 1. Build.
 rm -f "$OUT"/edgellmd_*.deb
@@ -200,6 +208,18 @@ for s in debian/edgellmd.postinst debian/edgellmd.prerm debian/edgellmd.postrm \
 	check "sh -n $s" sh -n "$s"
 	check "shellcheck $s" shellcheck -s sh "$s"
 done
+
+# 5c. The arm64 package's binary runs (under qemu user emulation, here
+# on any machine) and decodes the bundled model as llama.cpp does: the
+# first golden of testdata/golden/stories260K-greedy64.jsonl.
+mkdir -p "$TMP/arm64root"
+dpkg-deb --extract "$(grep _arm64.deb "$TMP/built")" "$TMP/arm64root"
+golden=$(head -n 1 testdata/golden/stories260K-greedy64.jsonl)
+prompt=$(printf '%s' "$golden" | sed 's/^{"prompt":"\([^"]*\)".*/\1/')
+want=$(printf '%s' "$golden" | grep -o '"tokens":\[[^]]*\]')
+check "arm64 edgellmd run (qemu-aarch64-static) gives llama.cpp's greedy tokens for \"$prompt\"" sh -c \
+	"qemu-aarch64-static '$TMP/arm64root/usr/bin/edgellmd' run -m '$TMP/arm64root/usr/share/edgellmd/models/stories260K.gguf' \
+		-p '$prompt' -n 64 --threads 1 --json | grep -o '\"tokens\":\\[[^]]*\\]' | grep -qxF '$want'"
 
 # 6. Install test in a debootstrapped bookworm.
 chroot_test() {
