@@ -197,8 +197,12 @@ type Result struct {
 	DraftTokens    int
 	AcceptedTokens int
 	Draft          string // the draft parameters used: "off", or e.g. "tree 8/2/16 mtp,suffix"
-	PrefillTime    time.Duration
-	DecodeTime     time.Duration // from the first output token to the last
+	// DraftSteps are the verify steps that had a draft; AcceptedAt[i] the
+	// steps whose accepted path reached depth i+1.
+	DraftSteps  int
+	AcceptedAt  [speculative.MaxStatDepth]int
+	PrefillTime time.Duration
+	DecodeTime  time.Duration // from the first output token to the last
 }
 
 // ErrContextFull is returned when the prompt does not fit the context.
@@ -274,6 +278,10 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 			err := e.decodeSpeculative(ctx, dec, req, maxTokens, &res, emit)
 			s := dec.Stats()
 			res.TargetSteps, res.DraftTokens, res.AcceptedTokens = int(s.TargetSteps), int(s.Drafted), int(s.Accepted)
+			res.DraftSteps = int(s.Drafts)
+			for i, n := range s.AcceptedAt {
+				res.AcceptedAt[i] = int(n)
+			}
 			return res, err
 		}
 		one[0] = id

@@ -193,6 +193,8 @@ func (s *Server) recordOutcome(rec *record, out genOutcome) {
 	rec.targetSteps = out.targetSteps
 	rec.draftTokens = out.draftTokens
 	rec.acceptedTokens = out.acceptedTokens
+	rec.draftSteps = out.draftSteps
+	rec.acceptedAt = out.acceptedAt
 	rec.finish = out.finish
 	if out.timedTokens > 0 {
 		rec.ttft = out.firstToken.Sub(rec.start)

@@ -12,6 +12,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/speculative"
 )
 
 // tokenSource runs one generation and calls emit for each output token, as
@@ -54,6 +55,8 @@ type genOutcome struct {
 	targetSteps    int
 	draftTokens    int
 	acceptedTokens int
+	draftSteps     int
+	acceptedAt     [speculative.MaxStatDepth]int
 }
 
 // addSpec counts one engine run's speculative decoding figures.
@@ -62,6 +65,10 @@ func (o *genOutcome) addSpec(res engine.Result) {
 	o.targetSteps += res.TargetSteps
 	o.draftTokens += res.DraftTokens
 	o.acceptedTokens += res.AcceptedTokens
+	o.draftSteps += res.DraftSteps
+	for i, n := range res.AcceptedAt {
+		o.acceptedAt[i] += n
+	}
 }
 
 func (o *genOutcome) tokenArrived() {
@@ -192,7 +199,8 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 		return res.Tokens, false, nil
 	case gate.none:
 		*out = genOutcome{promptTokens: out.promptTokens, cachedTokens: out.cachedTokens, draft: out.draft,
-			targetSteps: out.targetSteps, draftTokens: out.draftTokens, acceptedTokens: out.acceptedTokens}
+			targetSteps: out.targetSteps, draftTokens: out.draftTokens, acceptedTokens: out.acceptedTokens,
+			draftSteps: out.draftSteps, acceptedAt: out.acceptedAt}
 		return nil, false, nil
 	case len(gate.undecided) > 0:
 		deltas, _ := dec.push(gate.undecided)

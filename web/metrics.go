@@ -27,6 +27,8 @@ type metrics struct {
 	cacheHits     prometheus.Counter     // tokens served from it
 	draftTokens   prometheus.Counter
 	acceptedDraft prometheus.Counter
+	drafts        prometheus.Counter     // verify steps with a draft
+	acceptedAtPos *prometheus.CounterVec // by draft depth (0-based, as vLLM)
 }
 
 func newMetrics(s *Server) *metrics {
@@ -57,6 +59,10 @@ func newMetrics(s *Server) *metrics {
 		cacheHits:     prometheus.NewCounter(prometheus.CounterOpts(f("edgellmd_prefix_cache_hits_total", "Prompt tokens served from the prefix cache."))),
 		draftTokens:   prometheus.NewCounter(prometheus.CounterOpts(f("edgellmd_spec_decode_num_draft_tokens_total", "Draft tokens proposed by speculative decoding."))),
 		acceptedDraft: prometheus.NewCounter(prometheus.CounterOpts(f("edgellmd_spec_decode_num_accepted_tokens_total", "Draft tokens accepted by verification."))),
+		drafts: prometheus.NewCounter(prometheus.CounterOpts(f("edgellmd_spec_decode_num_drafts_total",
+			"Verify steps that had a draft; mean accepted length = 1 + accepted tokens / drafts."))),
+		acceptedAtPos: prometheus.NewCounterVec(prometheus.CounterOpts(f("edgellmd_spec_decode_num_accepted_tokens_per_pos_total",
+			"Verify steps whose accepted draft reached this position (0 = the first draft token).")), []string{"position"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts(f("edgellmd_request_success_total",
 			"Generation requests finished, by finish reason (\"error\" when they failed).")), []string{"finished_reason"}),
 	}
@@ -66,7 +72,7 @@ func newMetrics(s *Server) *metrics {
 	}
 	reg.MustRegister(
 		m.ttft, m.tpot, m.e2e, m.promptTokens, m.genTokens, m.requests,
-		m.cacheQueries, m.cacheHits, m.draftTokens, m.acceptedDraft,
+		m.cacheQueries, m.cacheHits, m.draftTokens, m.acceptedDraft, m.drafts, m.acceptedAtPos,
 		gauge("edgellmd_num_requests_running", "Requests the engine worker is generating.", func() float64 {
 			if sched == nil {
 				return 0
@@ -99,6 +105,12 @@ func (m *metrics) observe(rec *record, status int, elapsed time.Duration) {
 	m.cacheHits.Add(float64(rec.cachedTokens))
 	m.draftTokens.Add(float64(rec.draftTokens))
 	m.acceptedDraft.Add(float64(rec.acceptedTokens))
+	m.drafts.Add(float64(rec.draftSteps))
+	for i, n := range rec.acceptedAt {
+		if n > 0 {
+			m.acceptedAtPos.WithLabelValues(strconv.Itoa(i)).Add(float64(n))
+		}
+	}
 	m.e2e.Observe(elapsed.Seconds())
 	if rec.ttft > 0 {
 		m.ttft.Observe(rec.ttft.Seconds())

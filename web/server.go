@@ -18,6 +18,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/speculative"
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
 )
 
@@ -217,6 +218,8 @@ type record struct {
 	targetSteps    int
 	draftTokens    int
 	acceptedTokens int
+	draftSteps     int
+	acceptedAt     [speculative.MaxStatDepth]int
 	ttft           time.Duration
 	tpot           time.Duration
 	finish         string

@@ -97,8 +97,9 @@ type statusBook struct {
 	errors   []errorEntry    // newest last, at most maxErrors
 	total    int64
 	failed   int64
-	draft    int64 // speculative tokens proposed and accepted
+	draft    int64 // speculative tokens proposed and accepted, and verify steps with a draft
 	accepted int64
+	drafts   int64
 	queried  int64 // prompt tokens of generations, and those restored from the prefix cache
 	cached   int64
 }
@@ -159,6 +160,7 @@ func (b *statusBook) observe(now time.Time, id, method, path string, rec *record
 	b.total++
 	b.draft += int64(rec.draftTokens)
 	b.accepted += int64(rec.acceptedTokens)
+	b.drafts += int64(rec.draftSteps)
 	b.queried += int64(rec.promptTokens)
 	b.cached += int64(rec.cachedTokens)
 	if failed {
@@ -208,7 +210,7 @@ type seriesPoint struct {
 	TPOTP50ms       float64   `json:"tpot_p50_ms"`
 }
 
-func (b *statusBook) snapshot(now time.Time) (requestStatus, []errorEntry, [2]int64) {
+func (b *statusBook) snapshot(now time.Time) (requestStatus, []errorEntry, [3]int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.trim(now)
@@ -264,7 +266,7 @@ func (b *statusBook) snapshot(now time.Time) (requestStatus, []errorEntry, [2]in
 	}
 	errs := slices.Clone(b.errors)
 	slices.Reverse(errs) // newest first
-	return rs, errs, [2]int64{b.draft, b.accepted}
+	return rs, errs, [3]int64{b.draft, b.accepted, b.drafts}
 }
 
 // percentile is the nearest-rank p-th percentile of ds (0 for none).
@@ -323,7 +325,10 @@ type specStatus struct {
 	DraftTokens    int64   `json:"draft_tokens"`
 	AcceptedTokens int64   `json:"accepted_tokens"`
 	Acceptance     float64 `json:"acceptance"` // accepted / drafted
-	LastReload     *Reload `json:"last_reload"`
+	// MeanAcceptedLength is the tokens a verify step emits on average:
+	// 1 + accepted / verify steps with a draft (vLLM's mean acceptance length).
+	MeanAcceptedLength float64 `json:"mean_accepted_length"`
+	LastReload         *Reload `json:"last_reload"`
 }
 
 func (s *Server) statusJSON(w http.ResponseWriter, r *http.Request) {
@@ -346,6 +351,9 @@ func (s *Server) statusJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	if spec[0] > 0 {
 		doc.Speculative.Acceptance = float64(spec[1]) / float64(spec[0])
+	}
+	if spec[2] > 0 {
+		doc.Speculative.MeanAcceptedLength = 1 + float64(spec[1])/float64(spec[2])
 	}
 	doc.Cache.QueriedTokens, doc.Cache.HitTokens = s.book.cacheTokens()
 	if doc.Cache.QueriedTokens > 0 {

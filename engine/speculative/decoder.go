@@ -18,7 +18,15 @@ type Stats struct {
 	TargetSteps int64 // target forward passes (verify steps)
 	Drafted     int64 // draft tokens verified
 	Accepted    int64 // draft tokens accepted
+	// Drafts are the verify steps that had at least one draft token;
+	// AcceptedAt[i] counts the steps whose accepted path reached depth i+1
+	// (vLLM's acceptance per position), for depths up to MaxStatDepth.
+	Drafts     int64
+	AcceptedAt [MaxStatDepth]int64
 }
+
+// MaxStatDepth bounds the draft depths Stats.AcceptedAt counts.
+const MaxStatDepth = 16
 
 // Decoder drafts and verifies for one sequence at a time (the engine
 // worker's goroutine). It keeps, across requests, the suffix drafter's
@@ -218,6 +226,12 @@ func (d *Decoder) Step(st model.State, pending int32, room int, smp *sample.Samp
 		}
 	}
 	d.stats.Accepted += int64(len(d.path) - 1)
+	if n > 1 {
+		d.stats.Drafts++
+	}
+	for i := 0; i < len(d.path)-1 && i < MaxStatDepth; i++ {
+		d.stats.AcceptedAt[i]++
+	}
 	if d.useMTP {
 		for k, idx := range d.path {
 			next := int32(-1)

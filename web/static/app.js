@@ -160,7 +160,7 @@ function render(s) {
   set("spec-mode", sp.mode);
   set("spec-params", `steps ${sp.steps} · top-k ${sp.top_k} · verify ${sp.verify_nodes} nodes · ` +
     (sp.drafters.length ? sp.drafters.join(", ") : "no drafters"));
-  set("spec-accept", sp.draft_tokens ? `${num(sp.acceptance * 100, 1)}% (${sp.accepted_tokens} of ${sp.draft_tokens})` : "no drafts yet");
+  set("spec-accept", sp.draft_tokens ? `${num(sp.acceptance * 100, 1)}% (${sp.accepted_tokens} of ${sp.draft_tokens}); ${num(sp.mean_accepted_length, 2)} tokens per verify step` : "no drafts yet");
   const rl = sp.last_reload;
   const restart = rl && rl.restart_required && rl.restart_required.length ? "; restart required for " + rl.restart_required.join(", ") : "";
   set("spec-reload", rl ? ago(rl.at) + (rl.error ? ": refused" : (rl.applied && rl.applied.length ? ": " + rl.applied.join(", ") : ": no change")) + restart : "none since start",
