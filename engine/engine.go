@@ -211,8 +211,8 @@ var ErrContextFull = errors.New("prompt does not fit the context")
 // Generate runs req, calling emit for every output token as it is decoded.
 // An error from emit or ctx stops the generation and is returned, except
 // ErrStop, which ends it with finish reason "stop".
-func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) error) (Result, error) {
-	res := Result{Prompt: req.Prompt, Draft: "off"}
+func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) error) (res Result, err error) {
+	res = Result{Prompt: req.Prompt, Draft: "off"}
 	if len(req.Prompt) == 0 {
 		return res, errors.New("empty prompt")
 	}

@@ -86,6 +86,9 @@ func TestGenerateSpeculativeEqualsPlain(t *testing.T) {
 		if got.Draft != cfg.String() || want.Draft != "off" {
 			t.Errorf("Result.Draft = %q and %q, want %q and off", got.Draft, want.Draft, cfg)
 		}
+		if len(got.Tokens) > 1 && (got.DecodeTime <= 0 || want.DecodeTime <= 0 || got.PrefillTime <= 0) {
+			t.Errorf("prefill %v, decode %v and %v: the durations were not recorded", got.PrefillTime, got.DecodeTime, want.DecodeTime)
+		}
 		if got.TargetSteps > len(got.Tokens) {
 			t.Errorf("%d forward passes for %d tokens", got.TargetSteps, len(got.Tokens))
 		}

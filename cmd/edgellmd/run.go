@@ -86,6 +86,10 @@ type runOutput struct {
 	TargetSteps    int `json:"target_steps"`
 	DraftTokens    int `json:"draft_tokens"`
 	AcceptedTokens int `json:"accepted_tokens"`
+	// PrefillMS is the prompt's prefill; DecodeMS from the first output
+	// token to the last.
+	PrefillMS float64 `json:"prefill_ms"`
+	DecodeMS  float64 `json:"decode_ms"`
 }
 
 func cmdRun(args []string, stdout io.Writer, log zerolog.Logger) error {
@@ -98,7 +102,7 @@ func cmdRun(args []string, stdout io.Writer, log zerolog.Logger) error {
 	topK := fs.Int("top-k", 0, "top-k (0 = off)")
 	topP := fs.Float64("top-p", 1, "top-p (1 = off)")
 	seed := fs.Uint64("seed", 42, "sampling seed")
-	asJSON := fs.Bool("json", false, `print one JSON line {"prompt_tokens","tokens","text","target_steps","draft_tokens","accepted_tokens"}`)
+	asJSON := fs.Bool("json", false, `print one JSON line {"prompt_tokens","tokens","text","target_steps","draft_tokens","accepted_tokens","prefill_ms","decode_ms"}`)
 	ignoreEOS := fs.Bool("ignore-eos", false, "generate exactly -n tokens, past end-of-generation tokens")
 	special := fs.Bool("special", true, "recognise special tokens such as <|im_start|> in the prompt text (--special=false reads them as plain text, as llama.cpp's tokenize(text, false) does)")
 	pos, err := parseFlags(fs, args)
@@ -139,7 +143,8 @@ func cmdRun(args []string, stdout io.Writer, log zerolog.Logger) error {
 		return nil
 	}
 	out := runOutput{PromptTokens: res.Prompt, Tokens: res.Tokens, Text: tok.Decode(res.Tokens),
-		TargetSteps: res.TargetSteps, DraftTokens: res.DraftTokens, AcceptedTokens: res.AcceptedTokens}
+		TargetSteps: res.TargetSteps, DraftTokens: res.DraftTokens, AcceptedTokens: res.AcceptedTokens,
+		PrefillMS: float64(res.PrefillTime.Microseconds()) / 1000, DecodeMS: float64(res.DecodeTime.Microseconds()) / 1000}
 	if out.Tokens == nil {
 		out.Tokens = []int32{}
 	}
