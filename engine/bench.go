@@ -15,6 +15,32 @@ type SpeedRun struct {
 	Threads      int     `json:"threads"`
 	PrefillTokS  float64 `json:"prefill_tok_s"`
 	DecodeTokS   float64 `json:"decode_tok_s"`
+	// WeightBytes are the weight bytes a decode step reads (every tensor
+	// but the token embedding, of which it reads one row); DecodeGBs is
+	// that times DecodeTokS: the bandwidth decoding draws, to set beside the
+	// machine's (go test ./engine/tensor -bench Stream).
+	WeightBytes int64   `json:"weight_bytes_per_token"`
+	DecodeGBs   float64 `json:"decode_weight_gb_s"`
+}
+
+// weightBytesPerToken sums the tensor bytes a decode step reads.
+func (e *Engine) weightBytesPerToken() int64 {
+	var b int64
+	for _, t := range e.file.Tensors {
+		if t.Name == "token_embd.weight" {
+			if len(t.Shape) == 2 && t.Shape[1] > 0 {
+				b += t.Size / t.Shape[1] // one row
+			}
+			continue
+		}
+		b += t.Size
+	}
+	if _, ok := e.file.Tensor("output.weight"); !ok { // tied LM head: the whole embedding is read
+		if t, ok := e.file.Tensor("token_embd.weight"); ok {
+			b += t.Size
+		}
+	}
+	return b
 }
 
 // BenchPrompt is the deterministic prompt llama.cpp's reference bench
@@ -61,5 +87,7 @@ func (e *Engine) MeasureSpeed(ctx context.Context, nPrompt, nGen int) (SpeedRun,
 	decode := time.Since(tFirst)
 	run.PrefillTokS = float64(nPrompt) / prefill.Seconds()
 	run.DecodeTokS = float64(nGen-1) / decode.Seconds()
+	run.WeightBytes = e.weightBytesPerToken()
+	run.DecodeGBs = float64(run.WeightBytes) * run.DecodeTokS / 1e9
 	return run, nil
 }

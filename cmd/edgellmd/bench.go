@@ -40,6 +40,9 @@ type benchLine struct {
 	// show in RssFile (shared with the page cache), not in RssAnon.
 	RSSAnonMiB float64 `json:"rss_anon_mib,omitempty"`
 	RSSFileMiB float64 `json:"rss_file_mib,omitempty"`
+	// The weight bytes a decode step reads, and the bandwidth that draws.
+	WeightBytes int64   `json:"weight_bytes_per_token"`
+	DecodeGBs   float64 `json:"decode_weight_gb_s"`
 }
 
 // residentMiB reads RssAnon and RssFile of this process (Linux; zero elsewhere).
@@ -77,6 +80,9 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 	if *nPrompt < 1 || *nGen < 2 || *runs < 1 {
 		return fmt.Errorf("%w: need --prompt-tokens >= 1, --gen >= 2, --runs >= 1", errUsage)
 	}
+	if ef.draft.Mode != "off" {
+		return fmt.Errorf("%w: bench decode measures plain decoding, as llama.cpp's bench does; measure drafting with run --json (target_steps, decode_ms)", errUsage)
+	}
 	if ef.ctx == 0 {
 		ef.ctx = *nPrompt + *nGen + 16
 	}
@@ -93,7 +99,8 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 			return err
 		}
 		line := benchLine{Model: ef.model, Threads: run.Threads, PromptTokens: run.PromptTokens,
-			GenTokens: run.GenTokens, PrefillTokS: round2(run.PrefillTokS), DecodeTokS: round2(run.DecodeTokS)}
+			GenTokens: run.GenTokens, PrefillTokS: round2(run.PrefillTokS), DecodeTokS: round2(run.DecodeTokS),
+			WeightBytes: run.WeightBytes, DecodeGBs: round2(run.DecodeGBs)}
 		anon, file := residentMiB()
 		line.RSSAnonMiB, line.RSSFileMiB = round2(anon), round2(file)
 		if *asJSON {
@@ -102,8 +109,8 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 			}
 			continue
 		}
-		fmt.Fprintf(stdout, "run %d: prefill %d tokens %.2f tok/s, decode %d tokens %.2f tok/s (%d threads; resident %.1f MiB anonymous, %.1f MiB mapped file)\n",
-			r+1, line.PromptTokens, line.PrefillTokS, line.GenTokens, line.DecodeTokS, line.Threads, line.RSSAnonMiB, line.RSSFileMiB)
+		fmt.Fprintf(stdout, "run %d: prefill %d tokens %.2f tok/s, decode %d tokens %.2f tok/s, %.2f GB/s of weights (%d threads; resident %.1f MiB anonymous, %.1f MiB mapped file)\n",
+			r+1, line.PromptTokens, line.PrefillTokS, line.GenTokens, line.DecodeTokS, line.DecodeGBs, line.Threads, line.RSSAnonMiB, line.RSSFileMiB)
 	}
 	return nil
 }
