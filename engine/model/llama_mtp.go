@@ -27,35 +27,15 @@ func llamaMTPLayers(l *loader, blocks int) (int, error) {
 // loadLlamaMTP reads the MTP block blk.<layers>.* of a llama file.
 func loadLlamaMTP(l *loader, d *decoder, r rope) (*mtpHead, error) {
 	hp := &d.hp
-	E, V := hp.Embd, hp.Vocab
+	E := hp.Embd
 	p := fmt.Sprintf("blk.%d.", hp.Layers)
 	eh, err := l.matrix(p+"nextn.eh_proj", 2*E, E)
 	if err != nil {
 		return nil, err
 	}
-	m := &mtpHead{d: d, ehProj: eh, embed: d.embed, headNorm: d.outNorm, head: d.output}
-	if m.enorm, err = l.vector(p+"nextn.enorm.weight", E); err != nil {
+	m, err := loadMTPParts(l, d, p, eh)
+	if err != nil {
 		return nil, err
-	}
-	if m.hnorm, err = l.vector(p+"nextn.hnorm.weight", E); err != nil {
-		return nil, err
-	}
-	if t, ok, err := l.optTensor(p+"nextn.embed_tokens.weight", int64(E), int64(V)); err != nil {
-		return nil, err
-	} else if ok {
-		if m.embed, err = l.asMatrix(t); err != nil {
-			return nil, err
-		}
-	}
-	if v, ok, err := l.optVector(p+"nextn.shared_head_norm.weight", E); err != nil {
-		return nil, err
-	} else if ok {
-		m.headNorm = v
-	}
-	if h, ok, err := l.optMatrix(p+"nextn.shared_head_head", E, V); err != nil {
-		return nil, err
-	} else if ok {
-		m.head = h
 	}
 	L := layer{}
 	if L.attnNorm, err = l.vector(p+"attn_norm.weight", E); err != nil {

@@ -69,3 +69,37 @@ func (m *mtpHead) Forward(st State, b Batch, hidden, logits, hiddenOut []float32
 	s.finish()
 	return nil
 }
+
+// loadMTPParts reads the nextn.* tensors of the MTP block whose names start
+// with p, around its input projection eh: the embedding and hidden-state
+// norms, and the optional own embedding, head norm and head (else the
+// trunk's). The caller adds the block's decoder layer.
+func loadMTPParts(l *loader, d *decoder, p string, eh linear) (*mtpHead, error) {
+	E, V := d.hp.Embd, d.hp.Vocab
+	m := &mtpHead{d: d, ehProj: eh, embed: d.embed, headNorm: d.outNorm, head: d.output}
+	var err error
+	if m.enorm, err = l.vector(p+"nextn.enorm.weight", E); err != nil {
+		return nil, err
+	}
+	if m.hnorm, err = l.vector(p+"nextn.hnorm.weight", E); err != nil {
+		return nil, err
+	}
+	if t, ok, err := l.optTensor(p+"nextn.embed_tokens.weight", int64(E), int64(V)); err != nil {
+		return nil, err
+	} else if ok {
+		if m.embed, err = l.asMatrix(t); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok, err := l.optVector(p+"nextn.shared_head_norm.weight", E); err != nil {
+		return nil, err
+	} else if ok {
+		m.headNorm = v
+	}
+	if h, ok, err := l.optMatrix(p+"nextn.shared_head_head", E, V); err != nil {
+		return nil, err
+	} else if ok {
+		m.head = h
+	}
+	return m, nil
+}
