@@ -212,13 +212,23 @@ func TestMatMulTiles(t *testing.T) {
 					p.MatMul(want, m, x, n)
 					useTiles = true
 					p.MatMul(got, m, x, n)
-					one := make([]float32, rows)
+					one, oneRef := make([]float32, rows), make([]float32, rows)
 					for v := 0; v < n; v++ {
-						p.MatVec(one, m, x[v*cols:(v+1)*cols])
+						p.MatVec(one, m, x[v*cols:(v+1)*cols]) // Q8_0 and W4A8: the doubled-vector tile
+						useTiles = false
+						p.MatVec(oneRef, m, x[v*cols:(v+1)*cols]) // the one-vector kernels
+						useTiles = true
 						for i := range one {
 							what := fmt.Sprintf("%s (act %d) %dx%d, n=%d, %d threads: vector %d row %d", k.typ, k.act, rows, cols, n, threads, v, i)
 							sameBitsOrFail(t, what+" (untiled MatMul)", got[v*rows+i], want[v*rows+i])
 							sameBitsOrFail(t, what+" (MatVec)", got[v*rows+i], one[i])
+							sameBitsOrFail(t, what+" (one-vector MatVec)", one[i], oneRef[i])
+						}
+					}
+					if n == 9 {
+						xv := x[:cols]
+						if a := testing.AllocsPerRun(3, func() { p.MatVec(one, m, xv) }); a != 0 {
+							t.Errorf("%s (act %d) %dx%d, %d threads: MatVec allocates %g times per call", k.typ, k.act, rows, cols, threads, a)
 						}
 					}
 					if n != 9 {

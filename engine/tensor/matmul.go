@@ -9,10 +9,11 @@ import (
 // pool keeps between calls: activations converted once per call to the type
 // the weights' kernel consumes (ggml's vec_dot_type), and per-worker buffers.
 type mmJob struct {
-	m   Matrix
-	dst []float32
-	x   []float32 // F32, F16, BF16: the activations the kernels read
-	n   int
+	mvX, mvD []float32 // MatVec's doubled vector and its two results
+	m        Matrix
+	dst      []float32
+	x        []float32 // F32, F16, BF16: the activations the kernels read
+	n        int
 
 	src   []float32 // the caller's activations, while they are converted
 	actF  []float32 // F16/BF16: activations rounded to the weight type
@@ -69,6 +70,20 @@ func (j *mmJob) init(p *Pool) {
 // weights unless SetNVFP4Activations says otherwise: F32 as it is, or
 // NVFP4 for W4A4). len(x) must be m.Cols and len(dst) m.Rows.
 func (p *Pool) MatVec(dst []float32, m Matrix, x []float32) {
+	if useTiles && m.Rows > 0 && len(x) == m.Cols && len(dst) == m.Rows &&
+		(m.Type == Q8_0 || (m.Type == NVFP4 && p.mm.nvAct == NVFP4ActQ8)) {
+		// The two-vector tile kernel with the vector twice beats the
+		// one-vector kernel on these types (each weight block is unpacked
+		// once for both); its results are the same bits.
+		j := &p.mm
+		j.mvX = grow(j.mvX, 2*len(x))
+		copy(j.mvX, x)
+		copy(j.mvX[len(x):], x)
+		j.mvD = grow(j.mvD, 2*m.Rows)
+		p.MatMul(j.mvD, m, j.mvX, 2)
+		copy(dst, j.mvD[:m.Rows])
+		return
+	}
 	p.MatMul(dst, m, x, 1)
 }
 
