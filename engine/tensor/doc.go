@@ -42,6 +42,17 @@
 // qemu-aarch64-static here); the rest runs the twins there. W4A16 has no
 // assembly yet, and AVX-512 is not used.
 //
+// Several vectors at once (MatMul: prefill chunks, speculative verify
+// batches) go through tile kernels that unpack each weight block once for
+// up to eight vectors (gemm_amd64.s, gemm.go; the activation quantizer in
+// gemm_q8act_amd64.s); each (row, vector) pair keeps its own accumulators
+// in the one-vector kernel's order, so the bits are the same, which
+// gemm_amd64_test.go checks. MatVec on Q8_0 and NVFP4 W4A8 runs the
+// two-vector tile on the vector twice, which is faster than the one-vector
+// kernel. Attention and the Gated DeltaNet step have their own kernels
+// (attn_kernels.go with the twins, attn_amd64.s), exported for engine/model;
+// SiLU runs ggml_v_silu's blocks of eight there too.
+//
 // What is not here: file formats (engine/gguf), model structure
 // (engine/model), or any state that outlives a call, apart from the scratch
 // buffers a Pool reuses.
