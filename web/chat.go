@@ -117,21 +117,8 @@ func chunkDeltaOf(d chat.Delta) chunkDelta {
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	rec := recordOf(r.Context())
-	rec.generation = true
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	p, err := decodeChatRequest(body)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	rec.model, rec.stream, rec.ignored = p.Model, p.Stream, p.Ignored
-	if !s.servesModel(p.Model) {
-		writeError(w, r, modelNotFound(p.Model))
+	p, rec, ok := beginGeneration(s, w, r, decodeChatRequest)
+	if !ok {
 		return
 	}
 	plan, err := s.chatPlan(p)

@@ -23,21 +23,8 @@ type textChoice struct {
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	rec := recordOf(r.Context())
-	rec.generation = true
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	p, err := decodeCompletionRequest(body)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	rec.model, rec.stream, rec.ignored = p.Model, p.Stream, p.Ignored
-	if !s.servesModel(p.Model) {
-		writeError(w, r, modelNotFound(p.Model))
+	p, rec, ok := beginGeneration(s, w, r, decodeCompletionRequest)
+	if !ok {
 		return
 	}
 	var ids []int32

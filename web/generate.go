@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -38,6 +39,32 @@ type genPlan struct {
 	mayReason      bool
 	reasoningOpen  bool // the prompt ends inside <think>
 	afterReasoning string
+}
+
+// beginGeneration starts a generation route: it reads the body, decodes it
+// with decode, puts the model and flags on the request's log line and
+// checks the model is the one served. When ok is false the error response
+// has been written.
+func beginGeneration[P interface{ gen() *genParams }](s *Server, w http.ResponseWriter, r *http.Request,
+	decode func([]byte) (P, error)) (p P, rec *record, ok bool) {
+	rec = recordOf(r.Context())
+	rec.generation = true
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return p, rec, false
+	}
+	if p, err = decode(body); err != nil {
+		writeError(w, r, err)
+		return p, rec, false
+	}
+	g := p.gen()
+	rec.model, rec.stream, rec.ignored = g.Model, g.Stream, g.Ignored
+	if !s.servesModel(g.Model) {
+		writeError(w, r, modelNotFound(g.Model))
+		return p, rec, false
+	}
+	return p, rec, true
 }
 
 // genOutcome summarises a generation for the response and the log line.

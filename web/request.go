@@ -27,6 +27,9 @@ type genParams struct {
 	Ignored      []string // top-level fields that were accepted and ignored
 }
 
+// gen gives the parameters every generation request has.
+func (g *genParams) gen() *genParams { return g }
+
 // maxStopStrings bounds the work per token of stop matching.
 const maxStopStrings = 16
 
