@@ -81,6 +81,22 @@ func (f *serverFlags) requestOptions(ctx context.Context, c *bench.Client) (benc
 	return o, nil
 }
 
+// report writes the run's files (writeFiles, when --out is set), then the
+// summary as indented JSON (--json) or as text (writeText).
+func (f *serverFlags) report(stdout io.Writer, summary any, writeFiles, writeText func() error) error {
+	if f.out != "" {
+		if err := writeFiles(); err != nil {
+			return err
+		}
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(summary)
+	}
+	return writeText()
+}
+
 func (f *serverFlags) client() *bench.Client {
 	return &bench.Client{BaseURL: f.url, APIKey: f.apiKey, HTTP: &http.Client{}}
 }
@@ -211,19 +227,8 @@ func cmdBenchAgentic(args []string, stdout io.Writer, log zerolog.Logger) error 
 	if err != nil {
 		return err
 	}
-	if sf.out != "" {
-		if err := bench.WriteReport(sf.out, res); err != nil {
-			return err
-		}
-	}
-	if sf.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(res.Summary)
-	} else {
-		err = bench.WriteText(stdout, res)
-	}
-	if err != nil {
+	if err := sf.report(stdout, res.Summary, func() error { return bench.WriteReport(sf.out, res) },
+		func() error { return bench.WriteText(stdout, res) }); err != nil {
 		return err
 	}
 	if !res.Summary.Valid {
@@ -283,19 +288,8 @@ func cmdBenchBFCL(args []string, stdout io.Writer, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if sf.out != "" {
-		if err := bench.WriteBFCLReport(sf.out, res); err != nil {
-			return err
-		}
-	}
-	if sf.asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(res.Summary)
-	} else {
-		err = bench.WriteBFCLText(stdout, res)
-	}
-	if err != nil {
+	if err := sf.report(stdout, res.Summary, func() error { return bench.WriteBFCLReport(sf.out, res) },
+		func() error { return bench.WriteBFCLText(stdout, res) }); err != nil {
 		return err
 	}
 	if res.Summary.Errors > 0 {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -28,16 +27,7 @@ func cmdConvert(args []string, stdout io.Writer, log zerolog.Logger) error {
 		return fmt.Errorf("%w: --outtype %q is not one of f32, f16, bf16", errUsage, *outType)
 	}
 	opt := convert.Options{OutType: *outType, NoMTP: *noMTP}
-	if isTTY(os.Stderr) {
-		opt.Progress = func(done, total int) {
-			const width = 40
-			n := done * width / max(total, 1)
-			fmt.Fprintf(os.Stderr, "\r[%s%s] %d/%d tensors", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
-			if done == total {
-				fmt.Fprintln(os.Stderr)
-			}
-		}
-	}
+	opt.Progress = tensorProgress()
 	rep, err := convert.ConvertFile(pos[0], pos[1], opt)
 	if err != nil {
 		return err

@@ -58,16 +58,7 @@ func cmdQuantize(args []string, stdout io.Writer, log zerolog.Logger) error {
 			return err
 		}
 	}
-	if isTTY(os.Stderr) {
-		opt.Progress = func(done, total int) {
-			const width = 40
-			n := done * width / max(total, 1)
-			fmt.Fprintf(os.Stderr, "\r[%s%s] %d/%d tensors", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
-			if done == total {
-				fmt.Fprintln(os.Stderr)
-			}
-		}
-	}
+	opt.Progress = tensorProgress()
 	rep, err := quantize.QuantizeFile(pos[0], pos[1], opt)
 	if err != nil {
 		return err
@@ -86,6 +77,22 @@ func cmdQuantize(args []string, stdout io.Writer, log zerolog.Logger) error {
 		fmt.Fprintf(stdout, "  kept %s\n", k)
 	}
 	return nil
+}
+
+// tensorProgress draws a per-tensor progress bar on stderr when it is a
+// terminal; nil otherwise.
+func tensorProgress() func(done, total int) {
+	if !isTTY(os.Stderr) {
+		return nil
+	}
+	return func(done, total int) {
+		const width = 40
+		n := done * width / max(total, 1)
+		fmt.Fprintf(os.Stderr, "\r[%s%s] %d/%d tensors", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
+		if done == total {
+			fmt.Fprintln(os.Stderr)
+		}
+	}
 }
 
 // isTTY reports whether f is a terminal (a character device).
