@@ -53,7 +53,13 @@ func TestE2EAgenticReplayAgainstServe(t *testing.T) {
 		t.Fatalf("synth: %v\n%s", err, out)
 	}
 
-	serve := exec.Command(bin, "serve", "-m", model, "--listen", "127.0.0.1:0", "--log-level", "info")
+	// The prefix cache persists in the test's own directory, never in the
+	// default /var/lib/edgellmd/cache, where an earlier run's would serve.
+	cfg := filepath.Join(dir, "edgellmd.yaml")
+	if err := os.WriteFile(cfg, []byte("cache:\n  dir: "+filepath.Join(dir, "cache")+"\nupdate:\n  state_dir: "+filepath.Join(dir, "state")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serve := exec.Command(bin, "serve", "-c", cfg, "-m", model, "--listen", "127.0.0.1:0", "--log-level", "info")
 	stdout, err := serve.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

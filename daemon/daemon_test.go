@@ -349,7 +349,7 @@ func TestDrainDeadlineCancelsRequests(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			cfgPath := filepath.Join(dir, "edgellmd.yaml")
-			writeConfig(t, cfgPath, "listen: 127.0.0.1:0\nmodel:\n  path: "+storiesModel+"\n  threads: 1\napi:\n  drain_timeout: "+c.drainTimeout+"\n")
+			writeConfig(t, cfgPath, "listen: 127.0.0.1:0\nmodel:\n  path: "+storiesModel+"\n  threads: 1\ncache:\n  persist: false\napi:\n  drain_timeout: "+c.drainTimeout+"\n")
 			notes := notifySocket(t)
 			var logs syncBuffer
 			d, err := newDaemon(Options{ConfigPath: cfgPath, LogOutput: &logs}, "")

@@ -54,7 +54,7 @@ func TestE2EServeBinarySignals(t *testing.T) {
 	dir := t.TempDir()
 	model, _ := filepath.Abs(storiesModel)
 	cfgPath := filepath.Join(dir, "edgellmd.yaml")
-	writeConfig(t, cfgPath, "listen: 127.0.0.1:0\nmodel:\n  path: "+model+"\n  threads: 1\n")
+	writeConfig(t, cfgPath, "listen: 127.0.0.1:0\nmodel:\n  path: "+model+"\n  threads: 1\ncache:\n  persist: false\n")
 	var logs syncBuffer
 	cmd := exec.Command(bin, "serve", "-c", cfgPath)
 	cmd.Env = append(os.Environ(), "WATCHDOG_USEC=300000")
@@ -78,7 +78,7 @@ func TestE2EServeBinarySignals(t *testing.T) {
 		await(t, notes, "WATCHDOG=1", has("WATCHDOG=1"))
 	}
 
-	writeConfig(t, cfgPath, "listen: 127.0.0.1:0\nmodel:\n  path: "+model+"\n  threads: 1\ndraft:\n  mode: linear\n")
+	writeConfig(t, cfgPath, "listen: 127.0.0.1:0\nmodel:\n  path: "+model+"\n  threads: 1\ncache:\n  persist: false\ndraft:\n  mode: linear\n")
 	before := monotonicUsec(t)
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestE2EServeSocketActivation(t *testing.T) {
 	model, _ := filepath.Abs(storiesModel)
 	cfgPath := filepath.Join(dir, "edgellmd.yaml")
 	// 192.0.2.1 (TEST-NET-1) is not on this machine: listening there fails.
-	writeConfig(t, cfgPath, "listen: 192.0.2.1:9\nmodel:\n  path: "+model+"\n")
+	writeConfig(t, cfgPath, "listen: 192.0.2.1:9\nmodel:\n  path: "+model+"\ncache:\n  persist: false\n")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
