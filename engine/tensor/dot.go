@@ -23,7 +23,7 @@ func dotF32Rows(dst, w []float32, cols int, x []float32) {
 
 // dotF16Rows sets dst[r] = dotF16(row r of w, x).
 func dotF16Rows(dst []float32, w []uint16, cols int, x []float32) {
-	if useSIMD {
+	if useSIMD || useNEON {
 		dotHalfRowsSIMD(dst, w, cols, x, false)
 		return
 	}
@@ -34,7 +34,7 @@ func dotF16Rows(dst []float32, w []uint16, cols int, x []float32) {
 
 // dotBF16Rows sets dst[r] = dotBF16(row r of w, x).
 func dotBF16Rows(dst []float32, w []uint16, cols int, x []float32) {
-	if useSIMD {
+	if useSIMD || useNEON {
 		dotHalfRowsSIMD(dst, w, cols, x, true)
 		return
 	}
@@ -45,7 +45,7 @@ func dotBF16Rows(dst []float32, w []uint16, cols int, x []float32) {
 
 // dotQ8Rows sets dst[r] = dotQ8(row r of data, act); rows have rowBytes bytes.
 func dotQ8Rows(dst []float32, data []byte, rowBytes int, act []q8Act) {
-	if useSIMD {
+	if useSIMD || useNEONDot {
 		dotQ8RowsSIMD(dst, data, rowBytes, act)
 		return
 	}
@@ -56,7 +56,7 @@ func dotQ8Rows(dst []float32, data []byte, rowBytes int, act []q8Act) {
 
 // dotNVFP4Q8Rows sets dst[r] = dotNVFP4Q8(row r of data, act) (W4A8).
 func dotNVFP4Q8Rows(dst []float32, data []byte, rowBytes int, act []q8Act) {
-	if useSIMD {
+	if useSIMD || useNEONDot {
 		dotNVFP4Q8RowsSIMD(dst, data, rowBytes, act)
 		return
 	}

@@ -162,7 +162,7 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 			j.tiled = false
 			j.minus128.Store(false)
 		}
-		if n > 1 && m.Type == Q8_0 && !useSIMD { // dot2Q8's packed pairs
+		if n > 1 && m.Type == Q8_0 && !useSIMD && !useNEONDot { // dot2Q8's packed pairs
 			np, nb := n/2, m.Cols/q8Block
 			if cap(j.actP) < np*nb {
 				j.actP = make([]q8Pair, np*nb)
@@ -311,7 +311,7 @@ func (j *mmJob) rows(worker, lo, hi int) {
 	case Q8_0:
 		rb, nb := m.rowBytes(), cols/q8Block
 		dst := j.dst
-		if useSIMD {
+		if useSIMD || useNEONDot {
 			v := 0
 			if j.tiled { // groups of eight, four and two vectors per tile
 				for v < tileVectors(n) {
