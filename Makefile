@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/edgellmd
 MODEL   ?= testdata/models/stories260K.gguf
 
-.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb
+.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/edgellmd
@@ -48,6 +48,16 @@ deb:
 # install/upgrade/purge test in a Debian bookworm chroot. Slow (minutes).
 test-deb:
 	GO=$(GO) sh packaging/test-deb.sh
+
+# The arm64 (Jetson) kernels under qemu user emulation: engine/tensor's tests
+# (NEON kernels against their Go twins) and the model's llama.cpp logits
+# goldens. Needs qemu-user-static and libc6-arm64-cross (.ci/run installs them).
+QEMU_LD_PREFIX ?= /usr/aarch64-linux-gnu
+test-arm64:
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o bin/tensor-arm64.test ./engine/tensor
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o bin/model-arm64.test ./engine/model
+	cd engine/tensor && QEMU_LD_PREFIX=$(QEMU_LD_PREFIX) qemu-aarch64-static ../../bin/tensor-arm64.test
+	cd engine/model && QEMU_LD_PREFIX=$(QEMU_LD_PREFIX) qemu-aarch64-static ../../bin/model-arm64.test -test.run 'TestLogitsMatchLlamaCpp|TestStoriesGolden'
 
 clean:
 	rm -rf bin
