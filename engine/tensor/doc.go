@@ -36,11 +36,13 @@
 // (dot_amd64.s, nvfp4_amd64.s, chosen at start-up in dot_amd64.go, entered
 // through dot.go): the same lanes, the same order, hardware FMA where the
 // twins emulate it, so the same bits, which dot_amd64_test.go and
-// nvfp4_amd64_test.go check against the plain-Go twins. On arm64 the F32
-// dot product runs in NEON (dot_arm64.s) and so does W4A4 where the CPU
-// has SDOT (nvfp4_arm64.s), both checked by dot_arm64_test.go (run under
-// qemu-aarch64-static here); the rest runs the twins there. W4A16 has no
-// assembly yet, and AVX-512 is not used.
+// nvfp4_amd64_test.go check against the plain-Go twins. On arm64 NEON runs
+// the F32 dot (dot_arm64.s), the F16 and BF16 dots (half_arm64.s) and, on
+// CPUs with SDOT, the Q8_0, NVFP4 W4A8 (q8neon_arm64.s) and W4A4
+// (nvfp4_arm64.s) dots, one vector at a time, each checked against its
+// twin by the *_arm64_test.go files (make test-arm64 runs them under
+// qemu-aarch64-static). W4A16 has no assembly yet, several vectors at once
+// have tile kernels only on amd64, and AVX-512 is not used.
 //
 // Several vectors at once (MatMul: prefill chunks, speculative verify
 // batches) go through tile kernels that unpack each weight block once for
