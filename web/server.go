@@ -175,10 +175,16 @@ func (s *Server) requireKey(h http.Handler) http.Handler {
 	if s.opt.APIKey == "" {
 		return h
 	}
+	return bearerOnly(s.keyHash, h)
+}
+
+// bearerOnly passes requests whose "Authorization: Bearer" token hashes to
+// keyHash to h and answers the others 401, comparing in constant time.
+func bearerOnly(keyHash [32]byte, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-		if subtle.ConstantTimeCompare(got[:], s.keyHash[:]) != 1 || !ok {
+		if subtle.ConstantTimeCompare(got[:], keyHash[:]) != 1 || !ok {
 			writeError(w, r, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
 				Message: "missing or incorrect API key: send it as \"Authorization: Bearer KEY\""})
 			return
