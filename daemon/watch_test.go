@@ -275,10 +275,14 @@ func TestHotReloadRunningDaemon(t *testing.T) {
 		} else {
 			resp.Body.Close()
 		}
+		// The line is written as the handler returns, which may be just
+		// after the client has the whole answer.
 		line := ""
-		for _, l := range strings.Split(logs.String(), "\n") {
-			if strings.Contains(l, `"request_id":"`+id+`"`) {
-				line = l
+		for deadline := time.Now().Add(5 * time.Second); line == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, `"request_id":"`+id+`"`) {
+					line = l
+				}
 			}
 		}
 		if wantDraft := `"draft":"` + draft.String() + `"`; !strings.Contains(line, wantDraft) {

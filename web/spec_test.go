@@ -25,8 +25,8 @@ func TestSpeculativeFiguresReachMetrics(t *testing.T) {
 	t.Cleanup(func() { eng.Close() })
 	ts := startServer(t, eng, 4, Options{})
 	const body = `{"prompt":"Once upon a time","max_tokens":48,"temperature":0}`
-	complete := func() string {
-		code, _, data := post(t, ts.URL+"/v1/completions", body)
+	complete := func(id string) string {
+		code, _, data := post(t, ts.URL+"/v1/completions", body, "X-Request-ID", id)
 		if code != http.StatusOK {
 			t.Fatalf("completion: %d %s", code, data)
 		}
@@ -40,17 +40,18 @@ func TestSpeculativeFiguresReachMetrics(t *testing.T) {
 		}
 		return r.Choices[0].Text
 	}
-	plain := complete()
+	plain := complete("spec-plain")
 	cfg := speculative.Config{Mode: "tree", Steps: 8, TopK: 2, VerifyNodes: 16, Drafters: []string{"suffix"}}
 	if err := eng.SetDraft(cfg); err != nil {
 		t.Fatal(err)
 	}
-	complete() // the suffix drafter learns the text
-	if got := complete(); got != plain {
+	complete("spec-learn") // the suffix drafter learns the text
+	if got := complete("spec-repeat"); got != plain {
 		t.Fatalf("with drafting: %q, without: %q", got, plain)
 	}
-	lines := ts.logs.lines()
-	last := lines[len(lines)-1]
+	// The line is written once the metrics and the status book have the
+	// request, after the client has its answer.
+	last := ts.logs.requestLine(t, "spec-repeat")
 	if last["draft"] != cfg.String() || last["accepted_tokens"].(float64) < 20 {
 		t.Fatalf("request log line: %v", last)
 	}
