@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 )
 
 // Params are the user-visible sampling settings.
@@ -79,24 +78,7 @@ func (s *Sampler) Pick(logits []float32) int32 {
 	if len(c) == 0 {
 		return Argmax(logits)
 	}
-	slices.SortFunc(c, byLogitDesc)
-	if k := s.p.TopK; k > 0 && k < len(c) {
-		c = c[:k]
-	}
-	// top-p on the untempered distribution, then temperature, as llama.cpp's
-	// default chain does.
-	if tp := s.p.TopP; tp > 0 && tp < 1 {
-		softmax(c, 1)
-		cum := 0.0
-		for i := range c {
-			cum += c[i].prob
-			if cum >= float64(tp) {
-				c = c[:i+1]
-				break
-			}
-		}
-	}
-	softmax(c, s.p.Temperature)
+	c = s.filter(c)
 	u := s.rng.Float64()
 	cum := 0.0
 	for i := range c {

@@ -42,8 +42,9 @@ func (s *Sampler) Distribution(logits []float32, dst []TokenProb) []TokenProb {
 	return dst
 }
 
-// filter is Pick's chain after the candidate list is built: sort, top-k,
-// top-p, temperature. It must stay the same arithmetic as Pick's.
+// filter is the chain Pick and Distribution share once the candidate list
+// is built: sort, top-k, top-p on the untempered distribution, then
+// temperature, as llama.cpp's default chain does.
 func (s *Sampler) filter(c []candidate) []candidate {
 	slices.SortFunc(c, byLogitDesc)
 	if k := s.p.TopK; k > 0 && k < len(c) {
