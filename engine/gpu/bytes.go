@@ -37,3 +37,11 @@ func i32Bytes(v []int32) []byte {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
 }
+
+// bytesI32 views bytes (4-aligned) as int32s.
+func bytesI32(b []byte) []int32 {
+	if len(b) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4)
+}

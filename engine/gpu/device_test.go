@@ -123,3 +123,18 @@ func TestDispatchUploadDownload(t *testing.T) {
 		t.Errorf("range past the end: %v", err)
 	}
 }
+
+func TestCopyBandwidth(t *testing.T) {
+	d := testDevice(t)
+	bw, err := d.CopyBandwidth(8<<20, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bw <= 0 {
+		t.Fatalf("bandwidth %g", bw)
+	}
+	t.Logf("%s: copy bandwidth %.1f GB/s", d.Info().Name, bw/1e9)
+	if _, err := d.CopyBandwidth(0, 1); err == nil {
+		t.Error("a copy of 0 bytes measured")
+	}
+}

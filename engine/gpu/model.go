@@ -1,17 +1,257 @@
+//go:build wip_model
+
 package gpu
 
 import (
 	"fmt"
 
 	"github.com/edgellmd/edgellmd/engine/model"
+	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
+// chunkTokens bounds the tokens of one recorded forward pass: a longer
+// chain (a prompt) runs as several passes, so that the scratch a state
+// keeps on the device stays small.
+const chunkTokens = 256
+
+// maxTreeNodes bounds a tree (or verify) batch: it must fit one pass.
+const maxTreeNodes = 128
+
+// gpuModel is the GPU twin of a CPU model: the same weights on the device,
+// the same architecture, the same Batch contract.
+type gpuModel struct {
+	dev    *Device
+	w      *model.Weights
+	hp     model.Hyper
+	act    tensor.NVFP4Activations
+	embed  *Matrix
+	layers []gpuLayer
+	norm   *Buffer
+	output gpuLinear
+	mtp    *gpuMTP
+	owned  []interface{ Free() } // everything uploaded, freed by Close
+}
+
+type gpuLinear struct {
+	name  string
+	m     *Matrix
+	scale float32
+	bias  *Buffer // nil: none
+}
+
+type gpuLayer struct {
+	w                 *model.LayerWeights
+	attnNorm, ffnNorm *Buffer
+	// attention
+	q, k, v, o   gpuLinear
+	qNorm, kNorm *Buffer
+	// DeltaNet
+	delta                    *DeltaLayer
+	qkv, z, beta, alpha, out gpuLinear
+	gate, up, down           gpuLinear
+}
+
 // Load builds the GPU twin of a model that model.Load made (the CPU model
-// names, checks and maps the weights; this copies them to the device). The
-// result implements model.Model; its states live on the device.
-func Load(dev *Device, cpu model.Model) (model.Model, error) {
-	if _, err := model.Describe(cpu); err != nil {
+// names, checks and maps the weights; this copies them to the device),
+// with act the arithmetic of products with NVFP4 weights, as the CPU pool
+// has it. The result implements model.Model; its states live on the
+// device. A model that does not fit (memory, or a tensor larger than one
+// binding may address) is an error naming what does not fit.
+func Load(dev *Device, cpu model.Model, act tensor.NVFP4Activations) (model.Model, error) {
+	w, err := model.Describe(cpu)
+	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("GPU %s: the GPU forward pass is not built yet", dev.info.Name)
+	m := &gpuModel{dev: dev, w: w, hp: w.Hyper, act: act}
+	ok := false
+	defer func() {
+		if !ok {
+			m.Close()
+		}
+	}()
+	if m.embed, err = m.matrix("token_embd", w.Embed); err != nil {
+		return nil, err
+	}
+	if m.norm, err = m.vector(w.OutNorm); err != nil {
+		return nil, err
+	}
+	if m.output, err = m.linear(w.Output); err != nil {
+		return nil, err
+	}
+	m.layers = make([]gpuLayer, len(w.Layers))
+	for i := range w.Layers {
+		if err := m.layer(&m.layers[i], &w.Layers[i]); err != nil {
+			return nil, err
+		}
+	}
+	if w.MTP != nil {
+		if m.mtp, err = m.loadMTP(w.MTP); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return m, nil
+}
+
+// Close frees the model's weights on the device.
+func (m *gpuModel) Close() {
+	for _, o := range m.owned {
+		o.Free()
+	}
+	m.owned = nil
+}
+
+func (m *gpuModel) matrix(name string, t tensor.Matrix) (*Matrix, error) {
+	mm, err := m.dev.UploadMatrix(name, t)
+	if err != nil {
+		return nil, err
+	}
+	m.owned = append(m.owned, mm)
+	return mm, nil
+}
+
+func (m *gpuModel) vector(v []float32) (*Buffer, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := m.dev.UploadF32(v)
+	if err != nil {
+		return nil, err
+	}
+	m.owned = append(m.owned, b)
+	return b, nil
+}
+
+func (m *gpuModel) linear(l model.Linear) (gpuLinear, error) {
+	g := gpuLinear{name: l.Name, scale: l.Scale}
+	var err error
+	if g.m, err = m.matrix(l.Name, l.W); err != nil {
+		return g, err
+	}
+	if g.bias, err = m.vector(l.Bias); err != nil {
+		return g, err
+	}
+	return g, nil
+}
+
+func (m *gpuModel) layer(g *gpuLayer, L *model.LayerWeights) error {
+	g.w = L
+	var err error
+	if g.attnNorm, err = m.vector(L.AttnNorm); err != nil {
+		return err
+	}
+	if g.ffnNorm, err = m.vector(L.FFNNorm); err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		dst *gpuLinear
+		src model.Linear
+	}{{&g.gate, L.Gate}, {&g.up, L.Up}, {&g.down, L.Down}} {
+		if *p.dst, err = m.linear(p.src); err != nil {
+			return err
+		}
+	}
+	if a := L.Attn; a != nil {
+		for _, p := range []struct {
+			dst *gpuLinear
+			src model.Linear
+		}{{&g.q, a.Q}, {&g.k, a.K}, {&g.v, a.V}, {&g.o, a.O}} {
+			if *p.dst, err = m.linear(p.src); err != nil {
+				return err
+			}
+		}
+		if g.qNorm, err = m.vector(a.QNorm); err != nil {
+			return err
+		}
+		if g.kNorm, err = m.vector(a.KNorm); err != nil {
+			return err
+		}
+	}
+	if dn := L.Delta; dn != nil {
+		for _, p := range []struct {
+			dst *gpuLinear
+			src model.Linear
+		}{{&g.qkv, dn.QKV}, {&g.z, dn.Z}, {&g.beta, dn.Beta}, {&g.alpha, dn.Alpha}, {&g.out, dn.Out}} {
+			if *p.dst, err = m.linear(p.src); err != nil {
+				return err
+			}
+		}
+		if g.delta, err = m.dev.NewDeltaLayer(dn); err != nil {
+			return err
+		}
+		m.owned = append(m.owned, g.delta)
+	}
+	return nil
+}
+
+func (m *gpuModel) Arch() string       { return m.hp.Arch }
+func (m *gpuModel) Hyper() model.Hyper { return m.hp }
+
+func (m *gpuModel) MTP() model.MTPHead {
+	if m.mtp == nil {
+		return nil
+	}
+	return m.mtp
+}
+
+func (m *gpuModel) NewState(maxTokens int) model.State {
+	s, err := newState(m, m.layers, maxTokens, false)
+	if err != nil {
+		// model.Model's NewState cannot fail; a state that does not fit
+		// in device memory fails every forward pass with the reason.
+		return &gpuState{m: m, err: err}
+	}
+	return s
+}
+
+func (m *gpuModel) Forward(st model.State, b model.Batch, logits []float32) error {
+	return m.ForwardHidden(st, b, logits, nil)
+}
+
+func (m *gpuModel) ForwardHidden(st model.State, b model.Batch, logits, hidden []float32) error {
+	s, err := m.begin(st, false, &b, logits, hidden)
+	if err != nil {
+		return err
+	}
+	return s.forward(&b, logits, nil, hidden)
+}
+
+// begin checks a forward call as the CPU model does.
+func (m *gpuModel) begin(st model.State, mtp bool, b *model.Batch, logits, hidden []float32) (*gpuState, error) {
+	s, ok := st.(*gpuState)
+	if !ok || s.m != m || s.mtp != mtp {
+		return nil, fmt.Errorf("GPU model: state was not made by this model (or is the MTP head's)")
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	if s.pending > 0 {
+		return nil, fmt.Errorf("GPU model: a tree batch of %d tokens is pending; Commit a path first", s.pending)
+	}
+	chain, err := b.Check(m.hp.Vocab)
+	if err != nil {
+		return nil, err
+	}
+	n := len(b.Tokens)
+	if s.n+n > s.max {
+		return nil, fmt.Errorf("GPU model: state holds %d of %d tokens; a batch of %d does not fit", s.n, s.max, n)
+	}
+	nOut := 0
+	for i := range b.Tokens {
+		if b.WantsLogits(i) {
+			nOut++
+		}
+	}
+	if len(logits) < nOut*m.hp.Vocab {
+		return nil, fmt.Errorf("GPU model: logits has room for %d floats, %d tokens want %d", len(logits), nOut, nOut*m.hp.Vocab)
+	}
+	if hidden != nil && len(hidden) < nOut*m.hp.Embd {
+		return nil, fmt.Errorf("GPU model: hidden has room for %d floats, %d tokens want %d", len(hidden), nOut, nOut*m.hp.Embd)
+	}
+	pending := !chain || b.Verify
+	if pending && n > maxTreeNodes {
+		return nil, fmt.Errorf("GPU model: a tree or verify batch of %d tokens is more than %d", n, maxTreeNodes)
+	}
+	s.chain, s.pendingBatch = chain, pending
+	return s, nil
 }
