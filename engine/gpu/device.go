@@ -91,7 +91,7 @@ type Device struct {
 	info Info
 
 	mu      sync.Mutex
-	kernels map[string]*Kernel
+	kernels map[kernelKey]*Kernel
 	rec     *Recorder // the one recorder, reused
 	stage   *Buffer   // staging for uploads to and downloads from device-local memory
 	used    int64     // bytes of device memory in buffers made by this device
@@ -166,7 +166,7 @@ func Open(sel string) (*Device, error) {
 	info.HostImport, info.IntDot = d.HostImport, d.IntDot
 	info.SubgroupSize = int(d.Subgroup.SubgroupSize)
 	info.MaxBuffer = uint64(d.Props.Limits.MaxStorageBufferRange)
-	dev := &Device{in: in, d: d, info: info, kernels: map[string]*Kernel{}}
+	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}}
 	dev.rec = newRecorder(dev)
 	return dev, nil
 }

@@ -4,7 +4,6 @@ import (
 	"embed"
 	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/edgellmd/edgellmd/engine/gpu/internal/vk"
 )
@@ -19,6 +18,18 @@ var spirvFS embed.FS
 // 128 bytes is what Vulkan guarantees (maxPushConstantsSize).
 const pushBytes = 128
 
+// maxSpec bounds the specialization constants of one pipeline.
+const maxSpec = 8
+
+// kernelKey names a pipeline: a comparable value, so that finding one for
+// a dispatch does not allocate.
+type kernelKey struct {
+	name     string
+	bindings int
+	nspec    int
+	spec     [maxSpec]uint32
+}
+
 // Kernel is a compute pipeline made from one shader with one set of
 // specialization constants.
 type Kernel struct {
@@ -29,12 +40,12 @@ type Kernel struct {
 // kernel returns the pipeline of shader name with bindings storage buffers
 // and specialization constants spec, making it on first use.
 func (d *Device) kernel(name string, bindings int, spec []uint32) (*Kernel, error) {
-	var key strings.Builder
-	fmt.Fprintf(&key, "%s/%d", name, bindings)
-	for _, v := range spec {
-		fmt.Fprintf(&key, "/%d", v)
+	if len(spec) > maxSpec {
+		return nil, fmt.Errorf("GPU: shader %s: %d specialization constants (at most %d)", name, len(spec), maxSpec)
 	}
-	if k, ok := d.kernels[key.String()]; ok {
+	key := kernelKey{name: name, bindings: bindings, nspec: len(spec)}
+	copy(key.spec[:], spec)
+	if k, ok := d.kernels[key]; ok {
 		return k, nil
 	}
 	code, err := spirvFS.ReadFile("shaders/" + name + ".spv")
@@ -53,7 +64,7 @@ func (d *Device) kernel(name string, bindings int, spec []uint32) (*Kernel, erro
 		return nil, fmt.Errorf("GPU: shader %s: %w", name, err)
 	}
 	k := &Kernel{name: name, p: p}
-	d.kernels[key.String()] = k
+	d.kernels[key] = k
 	return k, nil
 }
 
