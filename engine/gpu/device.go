@@ -32,6 +32,7 @@ type Info struct {
 	// Opened devices only: the features the engine uses.
 	HostImport   bool // VK_EXT_external_memory_host (weights imported from the mapped file)
 	IntDot       bool // shaderIntegerDotProduct
+	Float64      bool // shaderFloat64: F16-cache attention rounds as llama.cpp's
 	SubgroupSize int
 	MaxBuffer    uint64 // maxStorageBufferRange: the largest tensor one binding may hold
 }
@@ -163,7 +164,7 @@ func Open(sel string) (*Device, error) {
 	if d.DriverName != "" {
 		info.Driver = strings.TrimSpace(d.DriverName + " " + d.DriverInfo)
 	}
-	info.HostImport, info.IntDot = d.HostImport, d.IntDot
+	info.HostImport, info.IntDot, info.Float64 = d.HostImport, d.IntDot, d.Float64
 	info.SubgroupSize = int(d.Subgroup.SubgroupSize)
 	info.MaxBuffer = uint64(d.Props.Limits.MaxStorageBufferRange)
 	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}}

@@ -14,6 +14,12 @@ type AttnParams struct {
 	KScale, VScale                  float32 // E4M3 cache scales
 }
 
+// attGGMLTokens is ggml's GGML_FA_TILE_Q: with an F16 cache, a batch of
+// fewer tokens runs ggml-cpu's one-row flash attention (attention_f16.comp
+// keeps its roundings); a larger one its tiled float32 path, which
+// attention.comp's float32 arithmetic is close to.
+const attGGMLTokens = 64
+
 // The shape of attention.comp (its WG, MAXQ, MAXSC and MAXR), and how the
 // host cuts the work.
 const (
@@ -159,6 +165,16 @@ func (r *Recorder) Attention(out, q Range, k, v Range, kvType tensor.DType, p At
 			return
 		}
 		chain, anc = 0, p.Anc
+	}
+	if kvType == tensor.F16 && p.Tokens < attGGMLTokens && hd <= 256 && r.dev.info.Float64 {
+		// llama.cpp's one-row flash attention, roundings and all
+		r.Dispatch("attention_f16", nil, Groups(p.Tokens*p.Heads), []uint32{
+			uint32(p.Tokens), uint32(p.Heads), uint32(p.KVHeads), uint32(hd),
+			uint32(p.Base), chain, ewWord(q), ewWord(out),
+			ewWord(k), ewWord(v), ewWord(anc), 0,
+			F32(p.Scale),
+		}, out.Buf.All(), q.Buf.All(), k.Buf.All(), v.Buf.All(), anc.Buf.All())
+		return
 	}
 	pl := attPlanFor(p.Tokens, p.Heads, p.KVHeads, hd, p.Base+p.Tokens, p.Chain)
 	part := out // bound but unwritten without splits

@@ -83,6 +83,67 @@ func attCPUFP8(q []float32, k8, v8 []byte, slots []int, dim, kvOff int, scale, k
 	return acc
 }
 
+// attCPUF16 transliterates engine/model's attendF16 (unexported; ggml-cpu's
+// one-row flash attention over an F16 cache): Q rounded to F16, scores by
+// dotF16 (32 float32 accumulators reduced as ggml does, leftovers added in
+// float64), an online softmax slot by slot, the running output rounded
+// through F16 at every rescale and every fused multiply-add.
+func attCPUF16(q []float32, k16, v16 []uint16, slots []int, dim, kvOff int, scale float32) []float32 {
+	hd := len(q)
+	q16 := make([]float32, hd)
+	for d := range q16 {
+		q16[d] = tensor.RoundF16(q[d])
+	}
+	acc := make([]float32, hd)
+	M, S := float32(math.Inf(-1)), float32(0)
+	expf := func(x float32) float32 { return float32(math.Exp(float64(x))) }
+	np := hd &^ 31
+	for _, slot := range slots {
+		off := slot*dim + kvOff
+		var a [32]float32
+		for d0 := 0; d0 < np; d0 += 32 {
+			for l := range a {
+				a[l] += tensor.F16ToF32(k16[off+d0+l]) * q16[d0+l]
+			}
+		}
+		var sum float32
+		if np > 0 {
+			var t [4]float32
+			for l := 0; l < 4; l++ {
+				t[l] = ((a[l] + a[16+l]) + (a[8+l] + a[24+l])) + ((a[4+l] + a[20+l]) + (a[12+l] + a[28+l]))
+			}
+			sum = (t[0] + t[1]) + (t[2] + t[3])
+		}
+		ds := float64(sum)
+		for d := np; d < hd; d++ {
+			ds += float64(tensor.F16ToF32(k16[off+d]) * q16[d])
+		}
+		sc := float32(ds) * scale
+		ms, vs := float32(1), float32(1)
+		if sc > M {
+			ms = expf(M - sc)
+			M = sc
+		} else {
+			vs = expf(sc - M)
+		}
+		S = float32(S*ms) + vs
+		for d := range acc {
+			if ms != 1 {
+				acc[d] = tensor.RoundF16(acc[d] * ms)
+			}
+			acc[d] = tensor.RoundF16(float32(float64(tensor.F16ToF32(v16[off+d]))*float64(vs) + float64(acc[d])))
+		}
+	}
+	inv := float32(0)
+	if S != 0 {
+		inv = 1 / S
+	}
+	for d := range acc {
+		acc[d] *= inv
+	}
+	return acc
+}
+
 // attExact is attention in float64 over the cache's exact values (k, v
 // decoded, scales applied) for one query row, with the tolerance a
 // float32 computation of it may need per output (attTolerance).
@@ -241,6 +302,10 @@ func attRun(t *testing.T, kv tensor.DType, c attCase, seed uint64) {
 	got := ewDownloadF32(t, d, gout)
 
 	group := c.heads / c.kvHeads
+	if kv == tensor.F16 && c.tokens < attGGMLTokens && hd <= 256 && d.Info().Float64 {
+		attCheckF16(t, c, q, kb, vb, got, off, idx, dim, group, scale)
+		return
+	}
 	worst, worstCPU := 0.0, 0.0
 	bad := 0
 	for i := 0; i < c.tokens; i++ {
@@ -349,4 +414,43 @@ func TestAttnErrors(t *testing.T) {
 			t.Log(err)
 		}
 	}
+}
+
+// attCheckF16 holds the one-row F16 path (attention_f16.comp) to the CPU
+// engine's arithmetic: the same bits, but where the exponentials differ
+// (the GPU computes glibc's expf exactly; the reference here rounds
+// float64's exp, which differs from it in rare halfway cases) and an F16
+// rounding of the running output then goes the other way, by an F16 ulp of
+// the output's magnitude.
+func attCheckF16(t *testing.T, c attCase, q []float32, kb, vb []byte, got []float32, off, idx []int32, dim, group int, scale float32) {
+	t.Helper()
+	hd := c.hd
+	k16, v16 := make([]uint16, len(kb)/2), make([]uint16, len(vb)/2)
+	for i := range k16 {
+		k16[i] = uint16(kb[2*i]) | uint16(kb[2*i+1])<<8
+		v16[i] = uint16(vb[2*i]) | uint16(vb[2*i+1])<<8
+	}
+	same, total := 0, 0
+	for i := 0; i < c.tokens; i++ {
+		vis := attVisible(i, c.base, off, idx)
+		for h := 0; h < c.heads; h++ {
+			row := (i*c.heads + h) * hd
+			want := attCPUF16(q[row:row+hd], k16, v16, vis, dim, (h/group)*hd, scale)
+			for dd, w := range want {
+				g := got[row+dd]
+				total++
+				if g == w {
+					same++
+					continue
+				}
+				if math.Abs(float64(g-w)) > 2e-3*math.Max(math.Abs(float64(w)), 1e-2) {
+					t.Errorf("token %d head %d dim %d: %g, the CPU's attendF16 %g", i, h, dd, g, w)
+				}
+			}
+		}
+	}
+	if same < total*95/100 {
+		t.Errorf("only %d of %d outputs have the CPU's bits", same, total)
+	}
+	t.Logf("one-row F16 path: %d of %d outputs bit-identical to the CPU's", same, total)
 }

@@ -1,5 +1,3 @@
-//go:build wip_model
-
 package gpu
 
 import (

@@ -20,6 +20,7 @@ type Device struct {
 	Extensions             map[string]bool
 	// Features that were found and enabled.
 	Storage16, Storage8, Int8, Float16, Int16, IntDot bool
+	Float64                                           bool // shaderFloat64 (attention_f16's exact sums)
 	HostImport                                        bool // VK_EXT_external_memory_host enabled
 	HostImportAlign                                   uint64
 
@@ -178,6 +179,7 @@ func (in *Instance) Open(i int) (*Device, error) {
 	v11.F, v12.F, v13.F = [12]uint32{}, [47]uint32{}, [15]uint32{}
 	enable := func(dst *uint32, src uint32) bool { *dst = src; return src != 0 }
 	d.Int16 = enable(&feat.Features[FeatureShaderInt16], has[FeatureShaderInt16])
+	d.Float64 = enable(&feat.Features[FeatureShaderFloat64], has[FeatureShaderFloat64])
 	d.Storage16 = enable(&v11.F[V11StorageBuffer16BitAccess], h11[V11StorageBuffer16BitAccess])
 	d.Storage8 = enable(&v12.F[V12StorageBuffer8BitAccess], h12[V12StorageBuffer8BitAccess])
 	d.Float16 = enable(&v12.F[V12ShaderFloat16], h12[V12ShaderFloat16])
