@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/edgellmd
 MODEL   ?= testdata/models/stories260K.gguf
 
-.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64
+.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/edgellmd
@@ -51,13 +51,53 @@ test-deb:
 
 # The arm64 (Jetson) kernels under qemu user emulation: engine/tensor's tests
 # (NEON kernels against their Go twins) and the model's llama.cpp logits
-# goldens. Needs qemu-user-static and libc6-arm64-cross (.ci/run installs them).
+# goldens, and the GPU engine on an arm64 lavapipe. Needs qemu-user-static
+# and libc6-arm64-cross (.ci/run installs them) and apt for the arm64 .debs.
 QEMU_LD_PREFIX ?= /usr/aarch64-linux-gnu
+ARM64_VK ?= bin/arm64-root
 test-arm64:
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o bin/tensor-arm64.test ./engine/tensor
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o bin/model-arm64.test ./engine/model
 	cd engine/tensor && QEMU_LD_PREFIX=$(QEMU_LD_PREFIX) qemu-aarch64-static ../../bin/tensor-arm64.test
 	cd engine/model && QEMU_LD_PREFIX=$(QEMU_LD_PREFIX) qemu-aarch64-static ../../bin/model-arm64.test -test.run 'TestLogitsMatchLlamaCpp|TestStoriesGolden'
+	# The GPU engine on an arm64 lavapipe (Debian's arm64 libvulkan1 and
+	# mesa-vulkan-drivers unpacked into $(ARM64_VK), not installed):
+	# stories260K on the Vulkan backend against the CPU engine.
+	sh engine/gpu/arm64-lavapipe.sh $(ARM64_VK)
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o bin/gpu-arm64.test ./engine/gpu
+	cd engine/gpu && R=$(abspath $(ARM64_VK)) && QEMU_LD_PREFIX=$$R LD_LIBRARY_PATH=$$R/usr/lib/aarch64-linux-gnu:$$R/lib/aarch64-linux-gnu \
+		VK_DRIVER_FILES=$$R/lvp_icd.json EDGELLMD_REQUIRE_GPU=1 qemu-aarch64-static ../../bin/gpu-arm64.test -test.v -test.run 'TestDevices|TestDispatch|TestModelStoriesLogits'
+
+# The committed SPIR-V is what engine/gpu/shaders/build.sh makes of the GLSL
+# (glslc; Debian: apt-get install glslc): every shader is compiled again into
+# a temporary folder and compared byte for byte.
+shaders-check:
+	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+	OUT=$$out sh engine/gpu/shaders/build.sh || exit 1; \
+	bad=0; \
+	for f in "$$out"/*.spv; do \
+		n=$$(basename "$$f"); \
+		if [ ! -f engine/gpu/shaders/$$n ]; then echo "shaders-check: engine/gpu/shaders/$$n is missing: run go generate ./engine/gpu and commit it"; bad=1; \
+		elif ! cmp -s "$$f" engine/gpu/shaders/$$n; then echo "shaders-check: engine/gpu/shaders/$$n differs from what $${n%.spv}.comp compiles to: run go generate ./engine/gpu and commit it"; bad=1; fi; \
+	done; \
+	for f in engine/gpu/shaders/*.spv; do \
+		[ -f "$$out/$$(basename "$$f")" ] || { echo "shaders-check: $$f has no .comp"; bad=1; }; \
+	done; \
+	[ $$bad = 0 ] && echo "shaders-check: $$(ls "$$out" | wc -l) shaders match their GLSL"; exit $$bad
+
+# The GPU engine's tests as binaries (and edgellmd itself), for a GPU
+# machine without a Go toolchain: copy bin/ there and run make gpu-check
+# (or sh scripts/gpu-check.sh).
+gpu-test: build
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags "-s -w" -o bin/gpu.test ./engine/gpu
+	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags "-s -w" -o bin/gpu-vk.test ./engine/gpu/internal/vk
+
+# On a machine with a real GPU, in under 8 minutes: the device list, the
+# GPU engine's tests on the GPU (EDGELLMD_REQUIRE_GPU=1), and bench decode on
+# a synthetic model with the 27B model's layer shapes (scripts/gpu-check.sh
+# says more; DEVICE=gpu:0 tries it on lavapipe).
+gpu-check:
+	GO=$(GO) sh scripts/gpu-check.sh
 
 clean:
 	rm -rf bin

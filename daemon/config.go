@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/edgellmd/edgellmd/engine"
 )
 
 // DefaultConfigPath is where the packaged config file lives (a conffile).
@@ -48,6 +50,11 @@ type ModelConfig struct {
 	// Activations is how NVFP4 weights meet activations: q8 (W4A8, as
 	// llama.cpp), f32 (W4A16) or nvfp4 (W4A4).
 	Activations string `yaml:"activations"`
+	// Device is where the model runs: auto (a real GPU when the Vulkan
+	// loader sees one, else the CPU; never Vulkan on the CPU), cpu, gpu
+	// (the first real GPU) or gpu:N (the Nth device `edgellmd devices`
+	// lists). A GPU named here that cannot be used stops the start.
+	Device string `yaml:"device"`
 }
 
 // CacheConfig bounds the prefix cache and says where it persists.
@@ -107,7 +114,7 @@ type LogConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Listen: "127.0.0.1:8001",
-		Model:  ModelConfig{KVType: "f16", Activations: "q8"},
+		Model:  ModelConfig{KVType: "f16", Activations: "q8", Device: "auto"},
 		Cache: CacheConfig{
 			Dir:          "/var/lib/edgellmd/cache",
 			MaxBytes:     2 * GiB,
@@ -469,6 +476,9 @@ func (c *Config) validate(file string, lines map[string]int) error {
 	between("model.threads", c.Model.Threads, 0, 1024)
 	oneOf("model.kv_type", c.Model.KVType, "f16", "f32", "fp8")
 	oneOf("model.activations", c.Model.Activations, "q8", "f32", "nvfp4")
+	if err := engine.ParseDevice(c.Model.Device); err != nil {
+		bad("model.device", "%q is not auto, cpu, gpu or gpu:N (N counts from 0 over the devices `edgellmd devices` lists)", c.Model.Device)
+	}
 
 	if c.Cache.Dir == "" {
 		bad("cache.dir", "must be a directory path")

@@ -66,6 +66,7 @@ model:
   threads: 12
   kv_type: fp8
   activations: nvfp4
+  device: gpu:1
 cache:
   dir: /srv/cache
   max_bytes: 12GiB
@@ -98,7 +99,7 @@ log:
 `
 	want := Config{
 		Listen: "0.0.0.0:9000",
-		Model:  ModelConfig{Path: "/models/qwen.gguf", Name: "qwen3.6-27b", ContextLength: 32768, Threads: 12, KVType: "fp8", Activations: "nvfp4"},
+		Model:  ModelConfig{Path: "/models/qwen.gguf", Name: "qwen3.6-27b", ContextLength: 32768, Threads: 12, KVType: "fp8", Activations: "nvfp4", Device: "gpu:1"},
 		Cache:  CacheConfig{Dir: "/srv/cache", MaxBytes: 12 * GiB, MaxDiskBytes: 100_000_000_000, Persist: false},
 		Draft:  DraftConfig{Mode: "tree", Steps: 6, TopK: 8, VerifyNodes: 32, Drafters: []string{"suffix"}},
 		Power:  PowerConfig{Pin: "MAXN_SUPER", JetsonClocks: true, CheckInterval: Duration(90 * time.Second), Repin: false},
@@ -153,6 +154,10 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"threads a float", "model:\n  threads: 2.5\n", []string{`model.threads: "2.5" is not a whole number`}},
 		{"threads huge", "model:\n  threads: 99999999999\n", []string{`model.threads: 99999999999 is out of range`}},
 		{"kv type", "model:\n  kv_type: q8\n", []string{`model.kv_type: "q8" is not one of f16, f32`}},
+		{"device unknown", "model:\n  device: cuda\n", []string{`b.yaml:2: model.device: "cuda" is not auto, cpu, gpu or gpu:N`, "edgellmd devices"}},
+		{"device bad index", "model:\n  device: gpu:-1\n", []string{`b.yaml:2: model.device: "gpu:-1" is not auto, cpu, gpu or gpu:N`}},
+		{"device empty", "model:\n  device: \"\"\n", []string{`model.device: "" is not auto, cpu, gpu or gpu:N`}},
+		{"device a list", "model:\n  device: [gpu:0]\n", []string{"model.device: want a single value, not a list"}},
 		{"model name control char", "model:\n  name: \"a\\tb\"\n", []string{"model.name: must not contain control characters"}},
 		{"path a list", "model:\n  path: [a, b]\n", []string{"model.path: want a single value, not a list"}},
 		{"size with bad unit", "cache:\n  max_bytes: 12XB\n", []string{`b.yaml:2: cache.max_bytes: "12XB" is not a size (use e.g. 8GiB`}},

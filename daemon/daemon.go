@@ -302,8 +302,10 @@ loop:
 			d.sched.Store(res.sched)
 			d.handler.Store(&handlerBox{res.handler})
 			d.state.Store(stateReady)
-			d.log.Info().Str("model", name).Str("path", modelPath).Strs("listen", addrs).Msg("ready")
-			d.setStatus(fmt.Sprintf("serving %s (%s) at %s", name, modelPath, strings.Join(addrs, ", ")), sd.SdNotifyReady)
+			dev := eng.Device()
+			d.log.Info().Str("model", name).Str("path", modelPath).Str("engine", dev.Engine).Str("device", dev.Name).
+				Strs("listen", addrs).Msg("ready")
+			d.setStatus(fmt.Sprintf("serving %s (%s) on %s at %s", name, modelPath, deviceWords(dev), strings.Join(addrs, ", ")), sd.SdNotifyReady)
 		case sw := <-d.swaps:
 			if d.state.Load() != stateReady {
 				sw.done <- errNotServing
@@ -437,12 +439,15 @@ type loadResult struct {
 func (d *Daemon) load(cfg Config, path, name string) loadResult {
 	kv, act := engine.KVTypeNames[cfg.Model.KVType], engine.ActivationNames[cfg.Model.Activations] // validated
 	opt := engine.Options{Threads: cfg.Model.Threads, KVType: kv, Activations: act, ContextLen: cfg.Model.ContextLength,
-		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Log: d.log}
+		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Device: cfg.Model.Device, Log: d.log}
 	if cfg.Cache.Persist {
 		opt.CacheDir, opt.CacheMaxDiskBytes = cfg.Cache.Dir, int64(cfg.Cache.MaxDiskBytes)
 	}
 	t0 := time.Now()
 	eng, err := engine.Load(path, opt)
+	if engine.IsDeviceError(err) {
+		return loadResult{err: fmt.Errorf("model.device: %w", err)}
+	}
 	if err != nil {
 		return loadResult{err: fmt.Errorf("model.path: %w", err)}
 	}
@@ -506,6 +511,14 @@ func (d *Daemon) installEngine(res loadResult) {
 		}
 	}
 	d.eng.Store(res.eng)
+}
+
+// deviceWords says in the STATUS= line what the model runs on.
+func deviceWords(d engine.DeviceInfo) string {
+	if d.Engine == engine.EngineCPU {
+		return "the CPU"
+	}
+	return "GPU " + d.Name + " (" + d.Engine + ")"
 }
 
 // speculativeConfig is the engine's form of the draft section.

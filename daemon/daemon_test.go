@@ -202,19 +202,36 @@ func TestServeLifecycle(t *testing.T) {
 
 	releaseOnce.Do(func() { close(release) })
 	m = await(t, notes, "READY=1", has("READY=1"))
-	if st := field(m, "STATUS"); !strings.Contains(st, "serving stories260K") || !strings.Contains(st, addr) {
+	if st := field(m, "STATUS"); !strings.Contains(st, "serving stories260K") || !strings.Contains(st, addr) ||
+		!(strings.Contains(st, " on the CPU at ") || strings.Contains(st, " on GPU ")) {
 		t.Fatalf("STATUS %q", st)
 	}
 	if code, body := health(); code != 200 || !strings.Contains(body, `"ok"`) {
 		t.Fatalf("health when ready: %d %s", code, body)
+	}
+	// The start's log says what the model runs on (model.device: auto).
+	loadedLine := false
+	for _, l := range strings.Split(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["message"] == "model loaded" {
+			loadedLine = true
+			if e, _ := m["engine"].(string); (e != "cpu" && e != "vulkan") || m["device"] == "" || m["device"] == nil {
+				t.Errorf("model loaded line without engine and device: %s", l)
+			}
+		}
+	}
+	if !loadedLine {
+		t.Errorf("no model loaded line:\n%s", logs.String())
 	}
 	for range 2 {
 		await(t, notes, "WATCHDOG=1", has("WATCHDOG=1"))
 	}
 
 	// A good reload: draft and log.level apply, listen needs a restart.
-	writeConfig(t, cfgPath, strings.Replace(base, "listen: 127.0.0.1:0", "listen: 127.0.0.1:1", 1)+
-		"draft:\n  mode: tree\n  top_k: 4\npower:\n  check_interval: 10s\nlog:\n  level: warn\n")
+	// model.device, like every model key, needs a restart.
+	edited := strings.Replace(base, "listen: 127.0.0.1:0", "listen: 127.0.0.1:1", 1)
+	edited = strings.Replace(edited, "  threads: 1\n", "  threads: 1\n  device: cpu\n", 1)
+	writeConfig(t, cfgPath, edited+"draft:\n  mode: tree\n  top_k: 4\npower:\n  check_interval: 10s\nlog:\n  level: warn\n")
 	powerBefore := d.Power()
 	for deadline := time.Now().Add(5 * time.Second); powerBefore == nil; powerBefore = d.Power() {
 		if time.Now().After(deadline) {
@@ -235,7 +252,7 @@ func TestServeLifecycle(t *testing.T) {
 		t.Fatalf("config after reload: %+v", c)
 	}
 	lr := d.LastReload()
-	if lr == nil || lr.Err != "" || !slices.Equal(lr.RestartRequired, []string{"listen"}) ||
+	if lr == nil || lr.Err != "" || !slices.Equal(lr.RestartRequired, []string{"listen", "model.device"}) ||
 		!slices.Equal(lr.Applied, []string{"draft.mode", "draft.top_k", "power.check_interval", "log.level"}) {
 		t.Fatalf("last reload %+v", lr)
 	}

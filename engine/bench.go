@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,6 +22,11 @@ type SpeedRun struct {
 	// machine's (go test ./engine/tensor -bench Stream).
 	WeightBytes int64   `json:"weight_bytes_per_token"`
 	DecodeGBs   float64 `json:"decode_weight_gb_s"`
+	// The time one forward pass takes: a decode step (one token), and a
+	// prefill pass (up to prefillChunk tokens; PrefillPasses of them).
+	DecodeStepMS  float64 `json:"decode_step_ms"`
+	PrefillPassMS float64 `json:"prefill_pass_ms"`
+	PrefillPasses int     `json:"prefill_passes"`
 }
 
 // weightBytesPerToken sums the tensor bytes a decode step reads.
@@ -87,7 +93,30 @@ func (e *Engine) MeasureSpeed(ctx context.Context, nPrompt, nGen int) (SpeedRun,
 	decode := time.Since(tFirst)
 	run.PrefillTokS = float64(nPrompt) / prefill.Seconds()
 	run.DecodeTokS = float64(nGen-1) / decode.Seconds()
+	run.PrefillPasses = (nPrompt + prefillChunk - 1) / prefillChunk
+	run.PrefillPassMS = prefill.Seconds() * 1000 / float64(run.PrefillPasses)
+	run.DecodeStepMS = decode.Seconds() * 1000 / float64(nGen-1)
 	run.WeightBytes = e.weightBytesPerToken()
 	run.DecodeGBs = float64(run.WeightBytes) * run.DecodeTokS / 1e9
 	return run, nil
+}
+
+// ErrNoDevice is MeasureDeviceCopy on an engine that runs on the CPU.
+var ErrNoDevice = errors.New("the engine runs on the CPU: no device to measure")
+
+// MeasureDeviceCopy is the device's memory bandwidth in GB/s (bytes read
+// plus bytes written per second / 1e9, GPU timestamps): reps copies of n
+// bytes between two device buffers (n <= 0: 512 MiB, less on a device with
+// under 4 GiB). A decode step only reads, so DecodeGBs / this is the share
+// of the device's bandwidth decoding draws.
+func (e *Engine) MeasureDeviceCopy(n int64, reps int) (float64, error) {
+	d := e.placed.dev
+	if d == nil {
+		return 0, ErrNoDevice
+	}
+	if n <= 0 {
+		n = min(512<<20, int64(d.Info().MemoryBytes)/8)
+	}
+	bw, err := d.CopyBandwidth(n&^15, max(reps, 1))
+	return bw / 1e9, err
 }

@@ -38,7 +38,13 @@ type Options struct {
 	// Draft are the speculative decoding parameters to start with (see
 	// SetDraft); the zero value is off.
 	Draft speculative.Config
-	Log   zerolog.Logger
+	// Device is where the forward passes run: "" or "cpu" the CPU (the
+	// reference engine); "gpu" the first real GPU the Vulkan loader lists,
+	// "gpu:N" its Nth device whatever its kind (lavapipe too); "auto" a
+	// real GPU when there is one and the model runs on it, else the CPU.
+	// A GPU asked for by name that cannot be used is a *DeviceError.
+	Device string
+	Log    zerolog.Logger
 }
 
 // Engine is one loaded model with its tokenizer and kernels' worker pool.
@@ -47,7 +53,8 @@ type Engine struct {
 	path    string
 	file    *gguf.File
 	pool    *tensor.Pool
-	model   model.Model
+	model   model.Model // the CPU model, or its GPU twin
+	placed  placed      // where model runs
 	tok     *tokenizer.Tokenizer
 	ctxLen  int
 	log     zerolog.Logger
@@ -101,22 +108,40 @@ func Load(path string, opt Options) (*Engine, error) {
 		pool.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	cpuModel := m
+	pl, err := place(opt.Device, m, opt.Activations, opt.Log) // errors are *DeviceError
+	if err != nil {
+		pool.Close()
+		if de, ok := err.(*DeviceError); ok {
+			de.Model = path
+		}
+		return nil, err
+	}
+	m = pl.m
 	ctxLen := opt.ContextLen
 	if ctxLen <= 0 || ctxLen > m.Hyper().Context {
 		ctxLen = m.Hyper().Context
 	}
 	ok = true
-	opt.Log.Info().Str("model", path).Str("arch", m.Arch()).Int("threads", pool.Threads()).
-		Int("context", ctxLen).Int64("cache_max_bytes", max(opt.CacheMaxBytes, 0)).Msg("model loaded")
-	e := &Engine{path: path, file: f, pool: pool, model: m, tok: tok, ctxLen: ctxLen, log: opt.Log}
+	e := &Engine{path: path, file: f, pool: pool, model: m, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log}
+	dev := e.Device()
+	ev := opt.Log.Info().Str("model", path).Str("arch", m.Arch()).Str("engine", dev.Engine).Str("device", dev.Name)
+	if dev.Engine != EngineCPU {
+		ev = ev.Str("driver", dev.Driver).Int64("device_memory_bytes", dev.MemoryTotalBytes).
+			Int64("device_memory_used_bytes", dev.MemoryUsedBytes)
+	}
+	ev.Int("threads", pool.Threads()).Int("context", ctxLen).Int64("cache_max_bytes", max(opt.CacheMaxBytes, 0)).Msg("model loaded")
 	if err := e.SetDraft(opt.Draft); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if opt.CacheMaxBytes > 0 {
-		so := state.Options{MaxBytes: opt.CacheMaxBytes, Model: m, Log: opt.Log}
+		// The cache checks records against the CPU model's state layout: a
+		// GPU state snapshots into the same model.Snapshot (engine/gpu's
+		// snapshot.go), and model.LayoutOf knows only the CPU's states.
+		so := state.Options{MaxBytes: opt.CacheMaxBytes, Model: cpuModel, Log: opt.Log}
 		if opt.CacheDir != "" {
-			fp, err := cacheFingerprint(path, f.DataOffset, opt.KVType, opt.Activations)
+			fp, err := cacheFingerprint(path, f.DataOffset, opt.KVType, opt.Activations, dev)
 			if err != nil {
 				e.Close()
 				return nil, err
@@ -139,13 +164,18 @@ func Load(path string, opt Options) (*Engine, error) {
 	return e, nil
 }
 
-// Close writes out and closes the prefix cache, unmaps the model and stops
-// the worker pool.
+// Close writes out and closes the prefix cache, releases the GPU device
+// (when the model runs on one), unmaps the model and stops the worker pool.
 func (e *Engine) Close() error {
 	var cerr error
 	if e.cache != nil {
 		cerr = e.cache.Close()
 	}
+	if c, ok := e.state.(interface{ Close() }); ok { // a GPU state's device buffers
+		c.Close()
+	}
+	e.state = nil
+	e.placed.close()
 	e.pool.Close()
 	if err := e.file.Close(); err != nil {
 		return err

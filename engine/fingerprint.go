@@ -17,9 +17,13 @@ const cacheNumerics = 1
 // cacheFingerprint names what makes a persisted snapshot usable: the model
 // file (its size, modification time and a SHA-256 of its header, metadata
 // and tensor table, which a re-quantized or converted file changes), the KV
-// cache type, the NVFP4 activation mode and the numerics version. Hashing
-// the whole file would take seconds for a large model at every start.
-func cacheFingerprint(path string, dataOffset int64, kv tensor.DType, act tensor.NVFP4Activations) (string, error) {
+// cache type, the NVFP4 activation mode, the numerics version and the
+// engine that computed it: the CPU, or a GPU named with its driver (shaders
+// round differently from the CPU kernels, and a driver update may change a
+// GPU's arithmetic), so a cache written by one is never restored by the
+// other. Hashing the whole file would take seconds for a large model at
+// every start.
+func cacheFingerprint(path string, dataOffset int64, kv tensor.DType, act tensor.NVFP4Activations, dev DeviceInfo) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -33,6 +37,16 @@ func cacheFingerprint(path string, dataOffset int64, kv tensor.DType, act tensor
 	if _, err := io.Copy(h, io.LimitReader(f, dataOffset)); err != nil {
 		return "", fmt.Errorf("%s: fingerprint: %w", path, err)
 	}
-	return fmt.Sprintf("edgellmd-prefix-cache numerics=%d model=%x size=%d mtime=%d kv=%s activations=%d",
-		cacheNumerics, h.Sum(nil)[:16], st.Size(), st.ModTime().UnixNano(), kv, act), nil
+	return fmt.Sprintf("edgellmd-prefix-cache numerics=%d model=%x size=%d mtime=%d kv=%s activations=%d %s",
+		cacheNumerics, h.Sum(nil)[:16], st.Size(), st.ModTime().UnixNano(), kv, act, engineFingerprint(dev)), nil
+}
+
+// engineFingerprint is the engine part of the fingerprint: "engine=cpu"
+// (the CPU kernels of every architecture give the same bits), or
+// "engine=vulkan device=… driver=…".
+func engineFingerprint(dev DeviceInfo) string {
+	if dev.Engine == "" || dev.Engine == EngineCPU {
+		return "engine=cpu"
+	}
+	return fmt.Sprintf("engine=%s device=%q driver=%q", dev.Engine, dev.Name, dev.Driver)
 }

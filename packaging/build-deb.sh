@@ -129,12 +129,14 @@ build_one() {
 		"$stage/usr/share/lintian/overrides"
 
 	# -s -w: no symbol table or DWARF (Debian ships stripped binaries);
-	# -buildmode=pie: position-independent, as Debian's hardening flags
-	# ask. Without cgo this is a PIE with no DT_NEEDED that names the
-	# glibc loader (/lib64/ld-linux-x86-64.so.2, /lib/ld-linux-aarch64.so.1)
-	# only to relocate itself; see debian/edgellmd.lintian-overrides.
+	# -buildmode=pie and -bindnow: position-independent with immediate
+	# binding (relro), as Debian's hardening flags ask. Still no cgo: the
+	# Vulkan binding (engine/gpu, through purego) makes Go's own linker
+	# name libc.so.6, libdl.so.2 and libpthread.so.0 as DT_NEEDED, all of
+	# them glibc's (Depends: libc6); libvulkan.so.1 is opened at run time
+	# only when present (Recommends: libvulkan1).
 	GOOS=linux GOARCH=$arch CGO_ENABLED=0 "$GO" build -trimpath -buildmode=pie \
-		-ldflags "-s -w -X main.version=$VERSION" \
+		-ldflags "-s -w -bindnow -X main.version=$VERSION" \
 		-o "$stage/usr/bin/$PKG" ./cmd/edgellmd
 	chmod 0755 "$stage/usr/bin/$PKG"
 
@@ -171,6 +173,8 @@ build_one() {
 		echo "Depends: $(field Depends)"
 		rec=$(field Recommends)
 		if [ -n "$rec" ]; then echo "Recommends: $rec"; fi
+		sug=$(field Suggests)
+		if [ -n "$sug" ]; then echo "Suggests: $sug"; fi
 		echo "Section: $(source_field Section)"
 		echo "Priority: $(source_field Priority)"
 		echo "Homepage: $(source_field Homepage)"

@@ -2,21 +2,24 @@
 # test-deb.sh: build the .debs and check them (make test-deb).
 #
 #   1. build edgellmd_<v>_amd64.deb and _arm64.deb (packaging/build-deb.sh);
-#   2. dpkg-deb --info/--contents: control fields, conffiles, paths, modes,
-#      owners, the ELF machine of each binary, the shipped config and model
-#      byte-equal to packaging/edgellmd.yaml and testdata/models/;
+#   2. dpkg-deb --info/--contents: control fields (Depends: libc6,
+#      Recommends: libvulkan1), conffiles, paths, modes, owners, the ELF
+#      machine of each binary and the libraries it needs (glibc only), the
+#      shipped config and model byte-equal to packaging/edgellmd.yaml and
+#      testdata/models/;
 #   3. lintian: no errors and no warnings (overrides carry their reasons in
 #      debian/edgellmd.lintian-overrides);
 #   4. systemd-analyze verify on the unit, inside the unpacked package;
 #   5. sh -n and shellcheck on the maintainer scripts;
 #   6. install test in a debootstrapped Debian bookworm (as root, when
 #      debootstrap is there and DEB_CHROOT_TEST is not 0): install, user,
-#      files, conffile, enabled unit, `edgellmd version` and a short
-#      generation inside the chroot; remove keeps state; upgrade to a newer
+#      files, conffile, enabled unit, `edgellmd version`, a short
+#      generation and `edgellmd devices` (no Vulkan loader there) inside
+#      the chroot; remove keeps state; upgrade to a newer
 #      build keeps a locally edited conffile; purge removes state and config.
 #
-# Tools: dpkg-deb, lintian, shellcheck, systemd (systemd-analyze),
-# debootstrap (the chroot test). A check whose tool is missing fails, except
+# Tools: dpkg-deb, lintian, shellcheck, systemd (systemd-analyze), binutils
+# (readelf), debootstrap (the chroot test). A check whose tool is missing fails, except
 # the chroot test, which is skipped with its reason when not root or when
 # DEB_CHROOT_TEST=0. DEB_CHROOT_CACHE (default ~/.cache/edgellmd/chroot-bookworm,
 # outside the module so `go test ./...` never walks it) keeps the pristine
@@ -69,6 +72,7 @@ need lintian "apt-get install lintian"
 need shellcheck "apt-get install shellcheck"
 need systemd-analyze "apt-get install systemd"
 need qemu-aarch64-static "apt-get install qemu-user-static"
+need readelf "apt-get install binutils"
 # The arm64 binary is a PIE: its loader comes from the cross libc.
 QEMU_LD_PREFIX=${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}
 export QEMU_LD_PREFIX
@@ -102,6 +106,9 @@ for deb in $(cat "$TMP/built"); do
 	check "Version is $version" test "$(field Version)" = "$version"
 	check "Architecture is $arch" test "$(field Architecture)" = "$arch"
 	check "Depends on adduser" sh -c "dpkg-deb --field '$deb' Depends | grep -qw adduser"
+	check "Depends on libc6 (>= 2.31)" sh -c "dpkg-deb --field '$deb' Depends | grep -qF 'libc6 (>= 2.31)'"
+	check "Recommends libvulkan1" sh -c "dpkg-deb --field '$deb' Recommends | grep -qw libvulkan1"
+	check "Suggests a Vulkan driver" sh -c "dpkg-deb --field '$deb' Suggests | grep -q 'nvidia-l4t-3d-core | nvidia-vulkan-icd | mesa-vulkan-drivers'"
 	for f in Maintainer Installed-Size Section Priority Homepage Description; do
 		check "has $f" test -n "$(field "$f")"
 	done
@@ -145,6 +152,13 @@ for deb in $(cat "$TMP/built"); do
 	machine=$(od -An -tx1 -j18 -N1 "$TMP/root/usr/bin/edgellmd" | tr -d ' ')
 	check "binary is ELF for $arch (e_machine 0x$want)" test "$machine" = "$want"
 	check "md5sums match the files" sh -c "cd '$TMP/root' && md5sum --quiet -c '$TMP/ctl/md5sums'"
+	# purego (the Vulkan binding) links glibc, and nothing else: libvulkan
+	# is opened at run time, so the binary starts where it is missing.
+	readelf -d "$TMP/root/usr/bin/edgellmd" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | LC_ALL=C sort >"$TMP/needed"
+	check "binary needs only glibc (libc.so.6 libdl.so.2 libpthread.so.0), not libvulkan" \
+		test "$(tr '\n' ' ' <"$TMP/needed")" = "libc.so.6 libdl.so.2 libpthread.so.0 "
+	check "binary is a PIE bound now (hardening)" sh -c \
+		"readelf -d '$TMP/root/usr/bin/edgellmd' | grep -q 'FLAGS_1.*NOW.*PIE\|FLAGS_1.*PIE.*NOW'"
 	if [ "$arch" = amd64 ] && [ "$(uname -m)" = x86_64 ]; then
 		check "edgellmd version prints $version" sh -c \
 			"'$TMP/root/usr/bin/edgellmd' version | grep -qxF 'edgellmd $version'"
@@ -265,6 +279,10 @@ chroot_test() {
 		"chroot '$ROOT' /usr/bin/edgellmd version | grep -qxF 'edgellmd $version'"
 	check "edgellmd run on the bundled model in the chroot, as _edgellmd" sh -c \
 		"chroot --userspec=_edgellmd:_edgellmd '$ROOT' /usr/bin/edgellmd run -m /usr/share/edgellmd/models/stories260K.gguf -p 'Once upon a time' -n 8 | grep -q ."
+	# minbase has no libvulkan1: the binary still starts, and says so.
+	check "edgellmd devices without libvulkan1 names the loader to install" sh -c \
+		"chroot '$ROOT' /usr/bin/edgellmd devices >'$TMP/devices' && grep -q 'no Vulkan loader' '$TMP/devices' &&
+		 grep -q 'apt-get install libvulkan1' '$TMP/devices'"
 
 	# Remove keeps config and state.
 	echo "# local edit by test-deb" >>"$ROOT/etc/edgellmd/edgellmd.yaml"

@@ -117,3 +117,40 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	k(c.diskHits, float64(st.DiskHitTokens))
 	k(c.droppedWrites, float64(st.DroppedWrites))
 }
+
+// deviceCollector exports what the engine runs on, and on a GPU the device
+// memory in use, at scrape time.
+type deviceCollector struct {
+	sched                 *engine.Scheduler
+	info, memUsed, memTot *prometheus.Desc
+}
+
+func newDeviceCollector(sched *engine.Scheduler, model prometheus.Labels) *deviceCollector {
+	d := prometheus.NewDesc
+	return &deviceCollector{
+		sched: sched,
+		info: d("edgellmd_device_info",
+			"What the model runs on (always 1; the labels carry it): engine cpu or vulkan, the device's name and driver.",
+			[]string{"engine", "name", "driver"}, model),
+		memUsed: d("edgellmd_device_memory_used_bytes", "GPU memory held by edgellmd's buffers (weights, states, scratch); absent on the CPU.", nil, model),
+		memTot:  d("edgellmd_device_memory_total_bytes", "The GPU's largest device-local memory heap; absent on the CPU.", nil, model),
+	}
+}
+
+func (c *deviceCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.info
+	ch <- c.memUsed
+	ch <- c.memTot
+}
+
+func (c *deviceCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.sched == nil {
+		return
+	}
+	d := c.sched.Engine().Device()
+	ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, d.Engine, d.Name, d.Driver)
+	if d.Engine != engine.EngineCPU {
+		ch <- prometheus.MustNewConstMetric(c.memUsed, prometheus.GaugeValue, float64(d.MemoryUsedBytes))
+		ch <- prometheus.MustNewConstMetric(c.memTot, prometheus.GaugeValue, float64(d.MemoryTotalBytes))
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/power"
 )
 
@@ -289,6 +290,7 @@ type statusDoc struct {
 	Power         *power.Status   `json:"power"` // null while no controller runs
 	Machine       *power.Readings `json:"machine"`
 	Model         modelStatus     `json:"model"`
+	Device        *deviceStatus   `json:"device"` // null without an engine
 	Cache         cacheStatus     `json:"cache"`
 	Speculative   specStatus      `json:"speculative"`
 	Requests      requestStatus   `json:"requests"`
@@ -299,6 +301,27 @@ type modelStatus struct {
 	Name          string `json:"name"`
 	ContextLength int    `json:"context_length"`
 	ModelInfo
+}
+
+// deviceStatus is what the engine runs on: the CPU, or a GPU through
+// Vulkan with its driver and the device memory edgellmd holds.
+type deviceStatus struct {
+	Engine   string `json:"engine"`   // cpu or vulkan
+	Selector string `json:"selector"` // model.device: auto, cpu, gpu, gpu:N
+	Name     string `json:"name"`
+	Kind     string `json:"kind,omitempty"`
+	API      string `json:"api,omitempty"`
+	Driver   string `json:"driver,omitempty"`
+	// Device memory (GPU only; 0 on the CPU, whose memory is the machine's).
+	MemoryTotalBytes int64  `json:"memory_total_bytes"`
+	MemoryUsedBytes  int64  `json:"memory_used_bytes"`
+	MaxBufferBytes   int64  `json:"max_buffer_bytes,omitempty"`
+	Note             string `json:"note,omitempty"` // why auto runs on the CPU
+}
+
+func newDeviceStatus(d engine.DeviceInfo) *deviceStatus {
+	return &deviceStatus{Engine: d.Engine, Selector: d.Selector, Name: d.Name, Kind: d.Kind, API: d.API, Driver: d.Driver,
+		MemoryTotalBytes: d.MemoryTotalBytes, MemoryUsedBytes: d.MemoryUsedBytes, MaxBufferBytes: d.MaxBufferBytes, Note: d.Note}
 }
 
 // cacheStatus is the prefix cache's state: the engine's figures (RAM and
@@ -343,8 +366,11 @@ func (s *Server) statusJSON(w http.ResponseWriter, r *http.Request) {
 		Requests: reqs, Errors: errs,
 		Speculative: specStatus{DraftTokens: spec[0], AcceptedTokens: spec[1], DraftSettings: DraftSettings{Mode: "off", Drafters: []string{}}},
 	}
-	if doc.Model.Arch == "" && s.opt.Scheduler != nil {
-		doc.Model.Arch = s.opt.Scheduler.Engine().Arch()
+	if s.opt.Scheduler != nil {
+		if doc.Model.Arch == "" {
+			doc.Model.Arch = s.opt.Scheduler.Engine().Arch()
+		}
+		doc.Device = newDeviceStatus(s.opt.Scheduler.Engine().Device())
 	}
 	if doc.Model.Path == "" {
 		doc.Model.Path = s.opt.ModelPath

@@ -139,6 +139,7 @@ var metricNames = []string{
 	"edgellmd_gpu_frequency_hertz",
 	"edgellmd_memory_used_bytes",
 	"edgellmd_request_success_total",
+	"edgellmd_device_info",
 	"go_goroutines",
 	"go_memstats_heap_alloc_bytes",
 	"process_resident_memory_bytes",
@@ -211,6 +212,8 @@ func TestMetricsAfterRequests(t *testing.T) {
 		{"edgellmd_temperature_celsius", map[string]string{"zone": "thermal_zone0", "type": "cpu-thermal"}, 59.218},
 		{"edgellmd_power_rail_watts", map[string]string{"rail": "VDD_GPU"}, 5.14584},
 		{"edgellmd_gpu_frequency_hertz", map[string]string{"device": "gpu-gpc-0"}, 1.575e9},
+		// The test engine runs on the CPU.
+		{"edgellmd_device_info", map[string]string{"engine": "cpu", "name": ts.eng.Device().Name, "driver": ""}, 1},
 	} {
 		if got := value(c.name, c.labels); got < c.want-1e-9 || got > c.want+1e-9 {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
@@ -218,6 +221,10 @@ func TestMetricsAfterRequests(t *testing.T) {
 	}
 	if m := fams["edgellmd_prompt_tokens_total"].Metric[0]; labelOf(m, "model_name") != "stories260K" {
 		t.Errorf("model_name label = %q", labelOf(m, "model_name"))
+	}
+	// Device memory is a GPU's; the CPU engine has none to report.
+	if fams["edgellmd_device_memory_used_bytes"] != nil || fams["edgellmd_device_memory_total_bytes"] != nil {
+		t.Errorf("device memory series on the CPU engine")
 	}
 }
 
@@ -290,6 +297,14 @@ func TestStatusJSON(t *testing.T) {
 			MappedBytes   int64  `json:"mapped_bytes"`
 			ContextLength int    `json:"context_length"`
 		} `json:"model"`
+		Device *struct {
+			Engine           string `json:"engine"`
+			Selector         string `json:"selector"`
+			Name             string `json:"name"`
+			Driver           string `json:"driver"`
+			MemoryTotalBytes *int64 `json:"memory_total_bytes"`
+			MemoryUsedBytes  *int64 `json:"memory_used_bytes"`
+		} `json:"device"`
 		Cache struct {
 			Entries  *int64   `json:"entries"`
 			HitRatio *float64 `json:"hit_ratio"`
@@ -337,6 +352,9 @@ func TestStatusJSON(t *testing.T) {
 		{"thermal and GPU", doc.Machine != nil && len(doc.Machine.Thermal) > 0 && doc.Machine.GPU.CurHz == 1575000000},
 		{"model", doc.Model.Name == "stories260K" && doc.Model.Arch == "llama" && doc.Model.Quantization == "F32" &&
 			doc.Model.FileBytes == st.Size() && doc.Model.MappedBytes == st.Size() && doc.Model.ContextLength > 0 && doc.Model.Path == storiesPath},
+		{"device: the CPU", doc.Device != nil && doc.Device.Engine == "cpu" && doc.Device.Selector == "cpu" &&
+			doc.Device.Name != "" && doc.Device.Name == ts.eng.Device().Name && doc.Device.Driver == "" &&
+			doc.Device.MemoryTotalBytes != nil && *doc.Device.MemoryTotalBytes == 0 && doc.Device.MemoryUsedBytes != nil},
 		{"cache zeros present", doc.Cache.Entries != nil && *doc.Cache.Entries == 0 && doc.Cache.HitRatio != nil && doc.Cache.MaxBytes == 2<<30},
 		{"speculative", doc.Speculative.Mode == "tree" && doc.Speculative.VerifyNodes == 16 &&
 			doc.Speculative.LastReload != nil && strings.Contains(doc.Speculative.LastReload.Error, "draft.top_k")},
@@ -426,6 +444,8 @@ func TestStatusPageInChromium(t *testing.T) {
 		`id="power-mode" class="">MAXN (id 0)<`,
 		`id="power-pinned" class="good">yes: MAXN<`,
 		`NVIDIA Jetson AGX Thor`,
+		`id="dev-engine" class="">CPU<`,
+		`id="dev-sel" class="">model.device: cpu<`,
 		`id="model-name" class="">stories260K<`,
 		`id="model-arch" class="">llama<`,
 		`id="model-quant" class="">F32<`,

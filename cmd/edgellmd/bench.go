@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/engine"
 )
 
 func cmdBench(args []string, stdout io.Writer, log zerolog.Logger) error {
@@ -43,6 +45,21 @@ type benchLine struct {
 	// The weight bytes a decode step reads, and the bandwidth that draws.
 	WeightBytes int64   `json:"weight_bytes_per_token"`
 	DecodeGBs   float64 `json:"decode_weight_gb_s"`
+	// The time of one forward pass: a decode step, and a prefill pass of up
+	// to 512 tokens (prefill_passes of them).
+	DecodeStepMS  float64 `json:"decode_step_ms"`
+	PrefillPassMS float64 `json:"prefill_pass_ms"`
+	PrefillPasses int     `json:"prefill_passes"`
+	// Where it ran: engine cpu or vulkan, and the device.
+	Engine string `json:"engine"`
+	Device string `json:"device"`
+	Driver string `json:"driver,omitempty"`
+	// On a GPU: its memory in use, the bandwidth of a copy between two
+	// device buffers (read + write, GPU timestamps), and the share of it
+	// that decoding draws (decode_weight_gb_s / copy_gb_s).
+	DeviceMemoryUsedMiB float64 `json:"device_memory_used_mib,omitempty"`
+	CopyGBs             float64 `json:"copy_gb_s,omitempty"`
+	DecodeOfCopy        float64 `json:"decode_of_copy,omitempty"`
 }
 
 // residentMiB reads RssAnon and RssFile of this process (Linux; zero elsewhere).
@@ -93,6 +110,26 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 	defer e.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	dev := e.Device()
+	var copyGBs float64 // the device's copy bandwidth, the yardstick for decode's GB/s
+	if dev.Engine != engine.EngineCPU {
+		if copyGBs, err = e.MeasureDeviceCopy(0, 10); err != nil {
+			log.Warn().Err(err).Msg("device copy bandwidth not measured")
+		}
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "device: %s (%s", dev.Name, dev.Engine)
+		if dev.Driver != "" {
+			fmt.Fprintf(stdout, ", %s", dev.Driver)
+		}
+		if dev.Note != "" {
+			fmt.Fprintf(stdout, "; %s", dev.Note)
+		}
+		fmt.Fprintln(stdout, ")")
+		if copyGBs > 0 {
+			fmt.Fprintf(stdout, "device copy bandwidth: %.1f GB/s (read + write)\n", copyGBs)
+		}
+	}
 	for r := 0; r < *runs; r++ {
 		run, err := e.MeasureSpeed(ctx, *nPrompt, *nGen)
 		if err != nil {
@@ -100,7 +137,16 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 		}
 		line := benchLine{Model: ef.model, Threads: run.Threads, PromptTokens: run.PromptTokens,
 			GenTokens: run.GenTokens, PrefillTokS: round2(run.PrefillTokS), DecodeTokS: round2(run.DecodeTokS),
-			WeightBytes: run.WeightBytes, DecodeGBs: round2(run.DecodeGBs)}
+			WeightBytes: run.WeightBytes, DecodeGBs: round2(run.DecodeGBs),
+			DecodeStepMS: round3(run.DecodeStepMS), PrefillPassMS: round3(run.PrefillPassMS), PrefillPasses: run.PrefillPasses,
+			Engine: dev.Engine, Device: dev.Name, Driver: dev.Driver}
+		if dev.Engine != engine.EngineCPU {
+			line.DeviceMemoryUsedMiB = round2(float64(e.Device().MemoryUsedBytes) / (1 << 20))
+			line.CopyGBs = round2(copyGBs)
+			if copyGBs > 0 {
+				line.DecodeOfCopy = round3(run.DecodeGBs / copyGBs)
+			}
+		}
 		anon, file := residentMiB()
 		line.RSSAnonMiB, line.RSSFileMiB = round2(anon), round2(file)
 		if *asJSON {
@@ -109,10 +155,20 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 			}
 			continue
 		}
-		fmt.Fprintf(stdout, "run %d: prefill %d tokens %.2f tok/s, decode %d tokens %.2f tok/s, %.2f GB/s of weights (%d threads; resident %.1f MiB anonymous, %.1f MiB mapped file)\n",
-			r+1, line.PromptTokens, line.PrefillTokS, line.GenTokens, line.DecodeTokS, line.DecodeGBs, line.Threads, line.RSSAnonMiB, line.RSSFileMiB)
+		fmt.Fprintf(stdout, "run %d: prefill %d tokens %.2f tok/s (%.2f ms per pass), decode %d tokens %.2f tok/s (%.3f ms per step), %.2f GB/s of weights",
+			r+1, line.PromptTokens, line.PrefillTokS, line.PrefillPassMS, line.GenTokens, line.DecodeTokS, line.DecodeStepMS, line.DecodeGBs)
+		if line.CopyGBs > 0 {
+			fmt.Fprintf(stdout, ", %.1f%% of the device's %.1f GB/s", 100*run.DecodeGBs/copyGBs, line.CopyGBs)
+		}
+		fmt.Fprintf(stdout, " (%d threads; resident %.1f MiB anonymous, %.1f MiB mapped file", line.Threads, line.RSSAnonMiB, line.RSSFileMiB)
+		if dev.Engine != engine.EngineCPU {
+			fmt.Fprintf(stdout, "; %.1f MiB of device memory", line.DeviceMemoryUsedMiB)
+		}
+		fmt.Fprintln(stdout, ")")
 	}
 	return nil
 }
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
+
+func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }

@@ -84,7 +84,7 @@ func TestE2ESynthThenRunMatchesLlamaCpp(t *testing.T) {
 			t.Fatalf("%s: synth wrote sha256 %s, llama.cpp's goldens were made from %s", m.Name, got, m.SHA256)
 		}
 		for _, g := range readGoldens(t, filepath.Join("../../testdata/qwen35", m.Goldens["f32kv"])) {
-			line := execOK(t, bin, "run", "-m", out, "-p", g.Prompt, "-n", itoa(len(g.Tokens)), "--ignore-eos", "--kv", "f32", "--json", "--threads", "2", "--special=false")
+			line := execOK(t, bin, "run", "-m", out, "-p", g.Prompt, "-n", itoa(len(g.Tokens)), "--ignore-eos", "--kv", "f32", "--json", "--threads", "2", "--special=false", "--device", "cpu")
 			var got runOutput
 			if err := json.Unmarshal([]byte(line), &got); err != nil {
 				t.Fatalf("%q: %v", line, err)

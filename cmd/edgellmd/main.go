@@ -18,13 +18,15 @@ var version = "dev"
 const usage = `edgellmd: an edge LLM appliance with an OpenAI-compatible endpoint.
 
 Usage:
-  edgellmd serve    [-c /etc/edgellmd/edgellmd.yaml] [--model MODEL.gguf] [--listen 127.0.0.1:8001] [--log-level info] [--check-config]
+  edgellmd serve    [-c /etc/edgellmd/edgellmd.yaml] [--model MODEL.gguf] [--listen 127.0.0.1:8001] [--device auto|cpu|gpu|gpu:N]
+                    [--log-level info] [--check-config]
   edgellmd run      -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k K] [--top-p P] [--seed 42] [--json] [--ignore-eos] [--special=false]
-                    [--kv f16|f32] [--draft off|linear|tree] [--draft-steps 8] [--draft-top-k 2] [--draft-nodes 16] [--drafters mtp,suffix]
+                    [--kv f16|f32] [--device auto|cpu|gpu|gpu:N] [--draft off|linear|tree] [--draft-steps 8] [--draft-top-k 2] [--draft-nodes 16] [--drafters mtp,suffix]
+  edgellmd devices  [--json]                                 the Vulkan devices, and what --device auto picks
   edgellmd quantize IN.gguf OUT.gguf --type nvfp4 [--keep PATTERN]...
   edgellmd convert  HF_DIR OUT.gguf [--outtype f32|f16|bf16] [--no-mtp]
-  edgellmd synth    --arch qwen35 --size tiny|small|bench [--tokenizer tokenizer.json] [--mtp] --seed N -o OUT.gguf
-  edgellmd bench    decode -m MODEL.gguf [--prompt-tokens 512] [--gen 128] [--threads 1] [--runs 3] [--json]
+  edgellmd synth    --arch qwen35 --size tiny|small|bench|27b [--layers N] [--type F16] [--tokenizer tokenizer.json] [--mtp] --seed N -o OUT.gguf
+  edgellmd bench    decode -m MODEL.gguf [--prompt-tokens 512] [--gen 128] [--threads 1] [--runs 3] [--device auto|cpu|gpu|gpu:N] [--json]
   edgellmd bench    agentic --dataset TRACE.jsonl [--url http://127.0.0.1:8001] [--conversations N] [--turns N] [--out DIR]
   edgellmd bench    bfcl --dataset FILE [--url http://127.0.0.1:8001] [--limit N]
   edgellmd power    status|pin [--root /] [--mode MAXN] [--jetson-clocks] [--json]
@@ -77,6 +79,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdConvert(rest, stdout, log)
 	case "serve":
 		err = cmdServe(rest, stdout, log)
+	case "devices":
+		err = cmdDevices(rest, stdout, log)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "edgellmd", version)
 	case "help", "-h", "--help":

@@ -55,7 +55,7 @@ func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // llama.cpp's greedy tokens on stories260K for all ten golden prompts.
 func TestRunMatchesLlamaCppGoldens(t *testing.T) {
 	for _, g := range readGoldens(t, "../../testdata/golden/stories260K-greedy64.jsonl") {
-		out, errOut, code := run(t, "run", "-m", stories, "-p", g.Prompt, "-n", "64", "--temp", "0", "--json", "--threads", "1", "--special=false")
+		out, errOut, code := run(t, "run", "-m", stories, "-p", g.Prompt, "-n", "64", "--temp", "0", "--json", "--threads", "1", "--special=false", "--device", "cpu")
 		if code != 0 {
 			t.Fatalf("%q: exit %d: %s", g.Prompt, code, errOut)
 		}
@@ -152,6 +152,34 @@ func TestBenchDecodeJSONLines(t *testing.T) {
 		if b.PrefillTokS <= 0 || b.DecodeTokS <= 0 || b.PromptTokens != 64 || b.GenTokens != 16 || b.Threads != 1 {
 			t.Fatalf("bad line %+v", b)
 		}
+		if b.DecodeStepMS <= 0 || b.PrefillPassMS <= 0 || b.PrefillPasses != 1 || b.Engine == "" || b.Device == "" {
+			t.Fatalf("line without the forward pass times or the device: %+v", b)
+		}
+	}
+}
+
+// TestBenchDecodeOnGPU: on a GPU (lavapipe in CI) bench decode also reports
+// the device memory in use and decode's share of the device's copy
+// bandwidth.
+func TestBenchDecodeOnGPU(t *testing.T) {
+	sel := os.Getenv("EDGELLMD_TEST_DEVICE")
+	if sel == "" {
+		sel = "gpu:0"
+	}
+	out, errOut, code := run(t, "bench", "decode", "-m", stories, "--prompt-tokens", "32", "--gen", "8", "--runs", "1", "--json", "--device", sel)
+	switch {
+	case code != 0 && strings.Contains(errOut, "cannot be used") && os.Getenv("EDGELLMD_REQUIRE_GPU") != "1":
+		t.Skipf("no Vulkan device: %s", errOut)
+	case code != 0:
+		t.Fatalf("--device %s: exit %d: %s", sel, code, errOut)
+	}
+	var b benchLine
+	if err := json.Unmarshal([]byte(out), &b); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	if b.Engine != "vulkan" || b.Driver == "" || b.DeviceMemoryUsedMiB <= 0 || b.CopyGBs <= 0 || b.DecodeOfCopy <= 0 ||
+		b.DecodeGBs <= 0 || b.DecodeStepMS <= 0 {
+		t.Errorf("--device %s: %+v", sel, b)
 	}
 }
 

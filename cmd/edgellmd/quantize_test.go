@@ -21,7 +21,7 @@ func TestQuantizeThenRunMatchesLlamaCpp(t *testing.T) {
 		t.Errorf("quantize printed %q", stdout)
 	}
 	for _, g := range readGoldens(t, "../../testdata/nvfp4/stories260K-nvfp4-greedy64.jsonl")[:3] {
-		o, e, c := run(t, "run", "-m", out, "-p", g.Prompt, "-n", "64", "--json", "--threads", "1", "--special=false")
+		o, e, c := run(t, "run", "-m", out, "-p", g.Prompt, "-n", "64", "--json", "--threads", "1", "--special=false", "--device", "cpu")
 		if c != 0 {
 			t.Fatalf("run: exit %d: %s", c, e)
 		}

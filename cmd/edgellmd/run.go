@@ -25,6 +25,7 @@ type engineFlags struct {
 	ctx     int
 	draft   speculative.Config
 	drafter string
+	device  string
 }
 
 func (f *engineFlags) register(fs interface {
@@ -36,6 +37,7 @@ func (f *engineFlags) register(fs interface {
 	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f16 (as llama.cpp), f32 or fp8 (E4M3, per-layer scales from the file)")
 	fs.StringVar(&f.act, "activations", "q8", "activations against NVFP4 weights: q8 (W4A8, as llama.cpp), f32 (W4A16) or nvfp4 (W4A4)")
 	fs.IntVar(&f.ctx, "ctx", 0, "context length in tokens (0 = the model's)")
+	fs.StringVar(&f.device, "device", "auto", deviceUsage)
 	def := speculative.DefaultConfig()
 	fs.StringVar(&f.draft.Mode, "draft", def.Mode, "speculative decoding: off, linear or tree")
 	fs.IntVar(&f.draft.Steps, "draft-steps", def.Steps, "draft depth")
@@ -65,8 +67,15 @@ func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
 	if err := f.draft.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, flagNames(err))
 	}
-	return engine.Load(f.model, engine.Options{Threads: f.threads, KVType: kv, Activations: act, ContextLen: f.ctx, Draft: f.draft, Log: log})
+	if err := engine.ParseDevice(f.device); err != nil {
+		return nil, fmt.Errorf("%w: --device: %v", errUsage, err)
+	}
+	return engine.Load(f.model, engine.Options{Threads: f.threads, KVType: kv, Activations: act, ContextLen: f.ctx, Draft: f.draft,
+		Device: f.device, Log: log})
 }
+
+// deviceUsage is the --device flag's help, the same for every command.
+const deviceUsage = "where the model runs: auto (a real GPU when the Vulkan loader sees one and the model runs on it, else the CPU; never lavapipe), cpu, gpu (the first real GPU) or gpu:N (see edgellmd devices)"
 
 // flagNames rewrites a draft config error's key (draft.steps) as the flag
 // that sets it (--draft-steps).

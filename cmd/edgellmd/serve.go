@@ -24,6 +24,7 @@ func cmdServe(args []string, stdout io.Writer, _ zerolog.Logger) error {
 	fs.StringVar(&model, "m", "", "shorthand for --model")
 	listen := fs.String("listen", "", "address to listen on, host:port; overrides listen (default 127.0.0.1:8001)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error; overrides log.level")
+	device := fs.String("device", "", deviceUsage+"; overrides model.device (default auto)")
 	check := fs.Bool("check-config", false, "check the config file, print the configuration in force (api.key hidden) and exit")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -43,6 +44,9 @@ func cmdServe(args []string, stdout io.Writer, _ zerolog.Logger) error {
 		}
 		if set["log-level"] {
 			c.Log.Level = *logLevel
+		}
+		if set["device"] {
+			c.Model.Device = *device
 		}
 	}
 	logOut := stdout

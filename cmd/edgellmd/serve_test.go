@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/edgellmd/edgellmd/engine/gpu"
 )
 
 func TestServeCheckConfigFlagsOverrideFile(t *testing.T) {
@@ -53,5 +55,49 @@ func TestServeConfigErrors(t *testing.T) {
 	}
 	if _, errOut, code := run(t, "serve", "extra"); code != 2 || !strings.Contains(errOut, "unexpected argument") {
 		t.Errorf("positional argument: exit %d %q", code, errOut)
+	}
+}
+
+// TestServeDeviceNotFound: a GPU asked for that cannot be used stops the
+// start with an error naming model.device, rather than serving on the CPU.
+func TestServeDeviceNotFound(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "edgellmd.yaml")
+	if err := os.WriteFile(cfg, []byte("listen: 127.0.0.1:0\ncache:\n  persist: false\nupdate:\n  state_dir: "+dir+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sels := []string{"gpu:99"}
+	if !gpu.HasGPU() {
+		sels = append(sels, "gpu")
+	}
+	for _, sel := range sels {
+		out, errOut, code := run(t, "serve", "-c", cfg, "--model", stories, "--device", sel)
+		if code != 1 || !strings.Contains(errOut, "model.device: device "+sel+" cannot be used") {
+			t.Errorf("--device %s: exit %d, stderr %q; want 1 and a model.device error", sel, code, errOut)
+		}
+		if strings.Contains(out, `"message":"ready"`) {
+			t.Errorf("--device %s: served anyway:\n%s", sel, out)
+		}
+	}
+	if _, errOut, code := run(t, "serve", "-c", cfg, "--device", "cuda:0", "--check-config"); code != 1 ||
+		!strings.Contains(errOut, `model.device: "cuda:0" is not auto, cpu, gpu or gpu:N`) {
+		t.Errorf("--device cuda:0: exit %d, stderr %q", code, errOut)
+	}
+	out, _, code := run(t, "serve", "-c", cfg, "--device", "gpu:1", "--check-config")
+	if code != 0 || !strings.Contains(out, "device: gpu:1") {
+		t.Errorf("--device gpu:1 --check-config: exit %d\n%s", code, out)
+	}
+}
+
+func TestRunDeviceFlag(t *testing.T) {
+	if _, errOut, code := run(t, "run", "-m", stories, "-p", "x", "--device", "tpu"); code != 2 || !strings.Contains(errOut, "--device") {
+		t.Errorf("--device tpu: exit %d %q, want 2 naming the flag", code, errOut)
+	}
+	out, errOut, code := run(t, "run", "-m", stories, "-p", "Once", "-n", "4", "--device", "cpu", "--json", "--threads", "1")
+	if code != 0 || !strings.Contains(out, `"tokens":[`) {
+		t.Errorf("--device cpu: exit %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := run(t, "run", "-m", stories, "-p", "x", "--device", "gpu:99"); code != 1 || !strings.Contains(errOut, "device gpu:99 cannot be used") {
+		t.Errorf("--device gpu:99: exit %d %q", code, errOut)
 	}
 }

@@ -532,13 +532,14 @@ func mtpParity(t *testing.T, cpu, gm model.Model, seq []int32, tol float64) {
 // decoding's tokens, with the MTP head and the suffix drafter.
 func TestModelSpeculative(t *testing.T) {
 	_, gm := loadPair(t, synthFile(t, "tiny", "F32", true), tensor.F16, tensor.NVFP4ActQ8)
-	const n, ctxLen = 40, 96
+	const n, ctxLen = 32, 96
+	prompts := qwenPrompts[:2]
 	for _, cfg := range []speculative.Config{
 		{Mode: "off"},
 		{Mode: "linear", Steps: 3, TopK: 1, VerifyNodes: 3, Drafters: []string{"mtp", "suffix"}},
 		{Mode: "tree", Steps: 8, TopK: 2, VerifyNodes: 16, Drafters: []string{"mtp", "suffix"}},
 	} {
-		for _, p := range qwenPrompts {
+		for _, p := range prompts {
 			want := greedy(t, gm, gm.NewState(ctxLen), p, n)
 			d, err := speculative.New(gm, cfg, ctxLen)
 			if err != nil {
@@ -615,11 +616,15 @@ func TestModelQwen35Agent(t *testing.T) {
 		}
 		prompts = append(prompts, p.PromptIDs)
 	}
-	if len(prompts) == 0 {
-		t.Fatal("no chat prompts")
+	if len(prompts) < 5 {
+		t.Fatalf("%d chat prompts, want 5", len(prompts))
 	}
+	// The two shortest (273 and 384 tokens): lavapipe runs the 151,669-token
+	// head slowly, and these already cover prefill in several passes.
+	slices.SortFunc(prompts, func(a, b []int32) int { return len(a) - len(b) })
+	prompts = prompts[:2]
 	cpu, gm := loadPair(t, path, tensor.F16, tensor.NVFP4ActQ8)
-	const n, ctxLen = 32, 1024
+	const n, ctxLen = 24, 1024
 	cfg := speculative.Config{Mode: "tree", Steps: 8, TopK: 2, VerifyNodes: 16, Drafters: []string{"mtp"}}
 	for i, p := range prompts {
 		want := greedy(t, cpu, cpu.NewState(ctxLen), p, n)

@@ -167,6 +167,12 @@ func newState(m *gpuModel, layers []gpuLayer, maxTokens int, mtp bool) (s *gpuSt
 	return s, nil
 }
 
+// Close releases the state's device memory; the state is unusable after.
+func (s *gpuState) Close() {
+	s.free()
+	s.err = fmt.Errorf("GPU model: the state was closed")
+}
+
 func (s *gpuState) free() {
 	for _, b := range s.owned {
 		b.Free()
@@ -175,6 +181,7 @@ func (s *gpuState) free() {
 	s.logits.Free()
 	s.hidden.Free()
 	s.hin.Free()
+	s.logits, s.hidden, s.hin = nil, nil, nil
 }
 
 // hostBuf returns *b grown to at least size bytes (host-visible).

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"runtime"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/tensor"
@@ -30,6 +33,10 @@ type SynthOptions struct {
 
 	MTP  bool   // add one multi-token-prediction block (blk.N.nextn.*)
 	Seed uint64 // same options and seed give the same bytes
+
+	// Layers overrides the size's decoder layer count (0 keeps it); every
+	// fourth layer is full attention whatever the count.
+	Layers int
 }
 
 // synthConfig holds the hyperparameters of one synthetic size.
@@ -43,6 +50,10 @@ type synthConfig struct {
 	groups, valueHeads int // key heads (ssm.group_count), value heads (ssm.time_step_rank)
 	tied               bool
 	defaultType        tensor.DType
+	// vocab pads the vocabulary with unused tokens up to this many (0: the
+	// vocabulary's own size), for the embedding and output head of a real
+	// model's shape.
+	vocab int
 }
 
 // Every fourth layer is full attention, as in the released Qwen3.5 models.
@@ -68,6 +79,17 @@ var synthSizes = map[string]synthConfig{
 		embd: 1024, ff: 3584, layers: 12, heads: 8, kvHeads: 2, headDim: 256, ropeDims: 64,
 		ropeSections: [4]int32{11, 11, 10, 0}, convKernel: 4, stateSize: 128, groups: 8, valueHeads: 16,
 		defaultType: tensor.F16,
+	},
+	// 27b has the layer shapes of Qwen3.5/3.6-27B (hidden 5120, FFN 17408,
+	// 24 query / 4 KV heads of 256, DeltaNet 16 key / 48 value heads of 128,
+	// vocabulary 248320; shared/design/reference/model-numerics.md) with 16
+	// of its 64 layers (SynthOptions.Layers sets another count): what a
+	// decode step reads per layer and for the head is the real model's, for
+	// bandwidth work on a GPU. 9.2 GB in Q8_0 at 16 layers, 5.9 GB at 8.
+	"27b": {
+		embd: 5120, ff: 17408, layers: 16, heads: 24, kvHeads: 4, headDim: 256, ropeDims: 64,
+		ropeSections: [4]int32{11, 11, 10, 0}, convKernel: 4, stateSize: 128, groups: 16, valueHeads: 48,
+		defaultType: tensor.Q8_0, vocab: 248320,
 	},
 }
 
@@ -127,7 +149,13 @@ func newSynth(opt SynthOptions) (*synth, *tokenizer.Vocab, error) {
 	}
 	cfg, ok := synthSizes[opt.Size]
 	if !ok {
-		return nil, nil, fmt.Errorf("synth: size %q is not one of tiny, small, bench", opt.Size)
+		return nil, nil, fmt.Errorf("synth: size %q is not one of tiny, small, bench, 27b", opt.Size)
+	}
+	switch {
+	case opt.Layers < 0 || opt.Layers > 256:
+		return nil, nil, fmt.Errorf("synth: %d layers: want 1 to 256 (0 keeps the size's %d)", opt.Layers, cfg.layers)
+	case opt.Layers > 0:
+		cfg.layers = opt.Layers
 	}
 	wtype := cfg.defaultType
 	if opt.Type != "" {
@@ -141,6 +169,7 @@ func newSynth(opt SynthOptions) (*synth, *tokenizer.Vocab, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	vocab = padVocab(vocab, cfg.vocab)
 	s := &synth{w: gguf.NewWriter(), cfg: cfg, wtype: wtype, seed: opt.Seed, nVocab: len(vocab.Tokens)}
 	if err := s.checkShapes(); err != nil {
 		return nil, nil, err
@@ -151,6 +180,7 @@ func newSynth(opt SynthOptions) (*synth, *tokenizer.Vocab, error) {
 func (s *synth) build(opt SynthOptions, vocab *tokenizer.Vocab) (*gguf.Writer, error) {
 	s.metadata(opt, vocab)
 	s.weights(opt.MTP)
+	s.generate()
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -168,6 +198,36 @@ func WriteSynth(path string, opt SynthOptions) error {
 		return fmt.Errorf("synth: %w", err)
 	}
 	return nil
+}
+
+// padVocab returns v with unused tokens appended up to n tokens (v itself
+// when it has as many already). The padding is never produced by the
+// tokenizer: a real model's vocabulary is padded the same way.
+func padVocab(v *tokenizer.Vocab, n int) *tokenizer.Vocab {
+	if len(v.Tokens) >= n {
+		return v
+	}
+	p := *v
+	p.Tokens = append(make([]string, 0, n), v.Tokens...)
+	if len(v.Types) > 0 {
+		p.Types = append(make([]int32, 0, n), v.Types...)
+	} else {
+		p.Types = make([]int32, len(v.Tokens), n)
+		for i := range p.Types {
+			p.Types[i] = tokenizer.TypeNormal
+		}
+	}
+	if len(v.Scores) > 0 {
+		p.Scores = append(make([]float32, 0, n), v.Scores...)
+	}
+	for i := len(v.Tokens); i < n; i++ {
+		p.Tokens = append(p.Tokens, fmt.Sprintf("<|synth_pad_%d|>", i))
+		p.Types = append(p.Types, tokenizer.TypeUnused)
+		if len(v.Scores) > 0 {
+			p.Scores = append(p.Scores, 0)
+		}
+	}
+	return &p
 }
 
 func parseWeightType(name string) (tensor.DType, error) {
@@ -214,6 +274,53 @@ type synth struct {
 	layoutOnly bool
 	meta       map[string]any
 	layout     []gguf.TensorInfo
+
+	// jobs make the tensors' data, in file order; build runs them on every
+	// core (each tensor has its own random stream, so the bytes do not
+	// depend on the order they are made in).
+	jobs []synthJob
+}
+
+type synthJob struct {
+	name  string
+	typ   tensor.DType
+	shape []int64
+	data  func() ([]byte, error)
+}
+
+// add queues a tensor whose data gen makes.
+func (s *synth) add(name string, t tensor.DType, shape []int64, gen func() ([]byte, error)) {
+	s.jobs = append(s.jobs, synthJob{name, t, shape, gen})
+}
+
+// generate makes every queued tensor's data, in parallel, and adds them to
+// the writer in the order they were queued.
+func (s *synth) generate() {
+	if s.err != nil {
+		return
+	}
+	data := make([][]byte, len(s.jobs))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, j := range s.jobs {
+		g.Go(func() error {
+			d, err := j.data()
+			if err != nil {
+				return fmt.Errorf("synth: tensor %s: %w", j.name, err)
+			}
+			data[i] = d
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		s.fail(err)
+		return
+	}
+	for i, j := range s.jobs {
+		s.fail(s.w.AddTensor(j.name, j.typ, j.shape, data[i]))
+		data[i] = nil
+	}
+	s.jobs = nil
 }
 
 func (s *synth) fail(err error) {
@@ -478,31 +585,32 @@ func (s *synth) matrixSpread(name string, cols, rows int, gain, spread float64) 
 	if s.err != nil || s.planned(name, s.wtype, []int64{int64(cols), int64(rows)}) {
 		return
 	}
-	amp := gain / math.Sqrt(float64(cols)) * sqrt3 // Sqrt is correctly rounded on every platform
-	r := newStream(s.seed, name)
-	rowScales := newStream(s.seed, name+"#rows")
-	rowBytes, err := s.wtype.RowBytes(int64(cols))
-	if err != nil {
-		s.fail(fmt.Errorf("synth: tensor %s: %w", name, err))
-		return
-	}
-	data := make([]byte, int64(rows)*rowBytes)
-	row := make([]float32, cols)
-	for i := 0; i < rows; i++ {
-		rowAmp := amp
-		if spread > 0 {
-			u := rowScales.sym()
-			rowAmp = amp * float64(1+float64(spread*float64(u*u))) / (1 + spread/3)
+	wtype, seed := s.wtype, s.seed
+	s.add(name, wtype, []int64{int64(cols), int64(rows)}, func() ([]byte, error) {
+		amp := gain / math.Sqrt(float64(cols)) * sqrt3 // Sqrt is correctly rounded on every platform
+		r := newStream(seed, name)
+		rowScales := newStream(seed, name+"#rows")
+		rowBytes, err := wtype.RowBytes(int64(cols))
+		if err != nil {
+			return nil, err
 		}
-		for j := range row {
-			row[j] = float32(r.sym() * rowAmp)
+		data := make([]byte, int64(rows)*rowBytes)
+		row := make([]float32, cols)
+		for i := 0; i < rows; i++ {
+			rowAmp := amp
+			if spread > 0 {
+				u := rowScales.sym()
+				rowAmp = amp * float64(1+float64(spread*float64(u*u))) / (1 + spread/3)
+			}
+			for j := range row {
+				row[j] = float32(r.sym() * rowAmp)
+			}
+			if err := encodeRow(wtype, data[int64(i)*rowBytes:int64(i+1)*rowBytes], row); err != nil {
+				return nil, err
+			}
 		}
-		if err := encodeRow(s.wtype, data[int64(i)*rowBytes:int64(i+1)*rowBytes], row); err != nil {
-			s.fail(fmt.Errorf("synth: tensor %s: %w", name, err))
-			return
-		}
-	}
-	s.fail(s.w.AddTensor(name, s.wtype, []int64{int64(cols), int64(rows)}, data))
+		return data, nil
+	})
 }
 
 // norm adds an F32 RMSNorm weight of n values around mean.
@@ -521,23 +629,25 @@ func (s *synth) vector(name string, shape []int64, mean, amp float64) {
 	if s.err != nil || s.planned(name, tensor.F32, shape) {
 		return
 	}
-	n := int64(1)
-	for _, d := range shape {
-		n *= d
-	}
-	r := newStream(s.seed, name)
-	vals := make([]float32, n)
-	for i := range vals {
-		// The conversion rounds the product, so no platform may fuse it
-		// into a multiply-add (Go spec, "Floating-point operators").
-		vals[i] = float32(mean + float64(r.sym()*amp))
-	}
-	data := make([]byte, 4*n)
-	if err := encodeRow(tensor.F32, data, vals); err != nil {
-		s.fail(fmt.Errorf("synth: tensor %s: %w", name, err))
-		return
-	}
-	s.fail(s.w.AddTensor(name, tensor.F32, shape, data))
+	seed := s.seed
+	s.add(name, tensor.F32, shape, func() ([]byte, error) {
+		n := int64(1)
+		for _, d := range shape {
+			n *= d
+		}
+		r := newStream(seed, name)
+		vals := make([]float32, n)
+		for i := range vals {
+			// The conversion rounds the product, so no platform may fuse it
+			// into a multiply-add (Go spec, "Floating-point operators").
+			vals[i] = float32(mean + float64(r.sym()*amp))
+		}
+		data := make([]byte, 4*n)
+		if err := encodeRow(tensor.F32, data, vals); err != nil {
+			return nil, err
+		}
+		return data, nil
+	})
 }
 
 func encodeRow(t tensor.DType, dst []byte, src []float32) error {

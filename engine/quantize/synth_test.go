@@ -15,6 +15,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/tensor"
+	"github.com/edgellmd/edgellmd/engine/tokenizer"
 )
 
 // synthImage builds a model and returns the file bytes, parsed.
@@ -160,14 +161,17 @@ func TestSynthLayout(t *testing.T) {
 		{SynthOptions{Size: "small", Seed: 1, MTP: true}, tensor.F32},
 		{SynthOptions{Size: "bench", Seed: 1}, tensor.F16},
 		{SynthOptions{Size: "bench", Seed: 1, Type: "q8_0", MTP: true}, tensor.Q8_0},
+		{SynthOptions{Size: "27b", Seed: 1}, tensor.Q8_0},
+		{SynthOptions{Size: "27b", Seed: 1, Layers: 8, Type: "F16"}, tensor.F16},
+		{SynthOptions{Size: "tiny", Seed: 1, Layers: 5}, tensor.F32},
 	}
 	for _, c := range cases {
 		opt := c.opt
 		t.Run(fmt.Sprintf("%s-%s-mtp=%v", opt.Size, opt.Type, opt.MTP), func(t *testing.T) {
 			meta, layout := synthLayout(t, opt)
 			checkLayout(t, meta, layout, c.wtype, opt.Size == "small")
-			if opt.Size == "bench" {
-				return // hundreds of MB: the layout-only pass above covers it
+			if opt.Size == "bench" || opt.Size == "27b" {
+				return // hundreds of MB, or GB: the layout-only pass above covers it
 			}
 			_, f := synthImage(t, opt)
 			checkLayout(t, f, f.Tensors, c.wtype, opt.Size == "small")
@@ -413,10 +417,54 @@ func TestSynthErrors(t *testing.T) {
 		{SynthOptions{Size: "huge"}, "size"},
 		{SynthOptions{Size: "tiny", Type: "Q4_0"}, "weight type"},
 		{SynthOptions{Size: "tiny", TokenizerJSON: filepath.Join(t.TempDir(), "missing.json")}, "missing.json"},
+		{SynthOptions{Size: "tiny", Layers: -1}, "layers"},
+		{SynthOptions{Size: "tiny", Layers: 1000}, "layers"},
 	} {
 		if _, err := Synth(c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Synth(%+v) error = %v, want one mentioning %q", c.opt, err, c.want)
 		}
+	}
+}
+
+// TestSynth27bShapes: the 27b size has the real model's shapes (hidden
+// 5120, FFN 17408, 24/4 heads of 256, DeltaNet 16/48 heads of 128, a
+// vocabulary padded to 248320), one layer in four full attention, and
+// the weight bytes a decode step of the real model reads per layer.
+func TestSynth27bShapes(t *testing.T) {
+	meta, layout := synthLayout(t, SynthOptions{Size: "27b", Seed: 1, Layers: 8})
+	for key, want := range map[string]uint32{"qwen35.embedding_length": 5120, "qwen35.feed_forward_length": 17408,
+		"qwen35.block_count": 8, "qwen35.attention.head_count": 24, "qwen35.attention.head_count_kv": 4,
+		"qwen35.attention.key_length": 256, "qwen35.ssm.group_count": 16, "qwen35.ssm.time_step_rank": 48,
+		"qwen35.ssm.state_size": 128, "qwen35.full_attention_interval": 4} {
+		if got, _ := meta[key].(uint32); got != want {
+			t.Errorf("%s = %v, want %d", key, meta[key], want)
+		}
+	}
+	tokens, _ := meta.GetStrings("tokenizer.ggml.tokens")
+	types, _ := meta.GetInt32s("tokenizer.ggml.token_type")
+	if len(tokens) != 248320 || len(types) != 248320 || types[len(types)-1] != tokenizer.TypeUnused {
+		t.Errorf("vocabulary of %d tokens (%d types), want 248320 padded with unused tokens", len(tokens), len(types))
+	}
+	attn, bytes := 0, int64(0)
+	for _, ti := range layout {
+		if strings.HasSuffix(ti.Name, "attn_q.weight") {
+			attn++
+		}
+		n := int64(1)
+		for _, d := range ti.Shape {
+			n *= d
+		}
+		b, _ := ti.Type.RowBytes(n)
+		bytes += b
+	}
+	if attn != 2 {
+		t.Errorf("%d full-attention layers of 8, want 2", attn)
+	}
+	// Q8_0 is 34 bytes per 32 values: the embedding and the head are
+	// 248320*5120 each, a DeltaNet layer 383M weights, an attention layer
+	// 372M: 5.59G weights, 5.94 GB.
+	if gb := float64(bytes) / 1e9; gb < 5.9 || gb > 6.0 {
+		t.Errorf("8 layers in Q8_0 are %.2f GB, want about 5.94", gb)
 	}
 }
 

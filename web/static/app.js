@@ -144,6 +144,21 @@ function render(s) {
   set("model-mapped", bytes(mo.mapped_bytes));
   set("model-ctx", mo.context_length + " tokens");
 
+  // Device
+  const dv = s.device;
+  if (dv) {
+    const gpu = dv.engine !== "cpu";
+    set("dev-engine", !gpu ? "CPU" : dv.kind === "CPU" ? "Vulkan on the CPU (lavapipe)" : "GPU (Vulkan)");
+    set("dev-name", dv.name + (dv.kind ? " · " + dv.kind : "") + (dv.api ? " · Vulkan " + dv.api : ""));
+    set("dev-driver", dv.driver || "–");
+    set("dev-mem", gpu ? `${bytes(dv.memory_used_bytes)} of ${bytes(dv.memory_total_bytes)}` : "the machine's (see Machine)");
+    set("dev-sel", "model.device: " + dv.selector);
+    $("dev-note").textContent = dv.note || "";
+  } else {
+    set("dev-engine", "–");
+    $("dev-note").textContent = "";
+  }
+
   // Cache
   const c = s.cache;
   set("cache-entries", String(c.entries) + (c.enabled ? "" : " (off: cache.max_bytes is 0)"));

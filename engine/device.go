@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/engine/gpu"
+	"github.com/edgellmd/edgellmd/engine/model"
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
+
+// Engines a model runs on (DeviceInfo.Engine).
+const (
+	EngineCPU    = "cpu"    // engine/model and engine/tensor: the reference
+	EngineVulkan = "vulkan" // engine/gpu
+)
+
+// DeviceInfo says what an engine runs its forward passes on.
+type DeviceInfo struct {
+	Engine   string // EngineCPU or EngineVulkan
+	Selector string // what was asked for: "cpu", "auto", "gpu" or "gpu:N"
+	Name     string // the GPU as the driver names it, or the CPU's model name
+	Kind     string // Vulkan only: "discrete GPU", "integrated GPU", "CPU" (lavapipe)…
+	API      string // Vulkan only: the device's Vulkan version
+	Driver   string // Vulkan only: driver name and version
+	// MemoryTotalBytes is the device's largest device-local heap and
+	// MemoryUsedBytes what edgellmd's buffers hold of it (Vulkan only).
+	MemoryTotalBytes int64
+	MemoryUsedBytes  int64
+	// MaxBufferBytes is the largest tensor one binding may address
+	// (maxStorageBufferRange; Vulkan only).
+	MaxBufferBytes int64
+	// Note says why `auto` runs on the CPU: no GPU ("" otherwise).
+	Note string
+}
+
+// DeviceError is a device that was asked for by name (gpu, gpu:N, or a
+// selector that is not one) and cannot be used. It is never answered by
+// running on the CPU instead.
+type DeviceError struct {
+	Selector string
+	Model    string // the model file
+	Err      error
+}
+
+func (e *DeviceError) Error() string {
+	return fmt.Sprintf("device %s cannot be used (model %s): %v", e.Selector, e.Model, e.Err)
+}
+
+func (e *DeviceError) Unwrap() error { return e.Err }
+
+// ParseDevice checks a device selector as config and flags take it:
+// "auto", "cpu", "gpu" or "gpu:N".
+func ParseDevice(s string) error { return gpu.ParseSelector(s) }
+
+// placed is a model on its device: the CPU model itself, or its GPU twin
+// with the device it lives on.
+type placed struct {
+	m    model.Model
+	dev  *gpu.Device // nil on the CPU
+	info DeviceInfo
+}
+
+// place resolves the selector. "" and "cpu" keep the CPU model; "auto"
+// moves it to a real GPU when the Vulkan loader sees one (never lavapipe)
+// and stays on the CPU, saying why in the log and in Note, when there is
+// none; "gpu", "gpu:N", and "auto" with a GPU present, move it or fail with
+// a DeviceError naming what is missing.
+func place(sel string, cpu model.Model, act tensor.NVFP4Activations, log zerolog.Logger) (placed, error) {
+	onCPU := placed{m: cpu, info: DeviceInfo{Engine: EngineCPU, Selector: "cpu", Name: cpuName()}}
+	switch sel {
+	case "", "cpu":
+		return onCPU, nil
+	case "auto":
+		onCPU.info.Selector = "auto"
+		infos, err := gpu.Devices()
+		if err != nil {
+			onCPU.info.Note = "no GPU: " + err.Error()
+			log.Info().Str("device", "auto").Str("reason", onCPU.info.Note).Msg("running on the CPU")
+			return onCPU, nil
+		}
+		anyGPU := false
+		for _, in := range infos {
+			anyGPU = anyGPU || in.Real()
+		}
+		if !anyGPU {
+			onCPU.info.Note = fmt.Sprintf("no GPU among the %d Vulkan devices (auto never picks Vulkan on the CPU; ask for it with gpu:N)", len(infos))
+			log.Info().Str("device", "auto").Str("reason", onCPU.info.Note).Msg("running on the CPU")
+			return onCPU, nil
+		}
+		p, err := onGPU("gpu", cpu, act)
+		if err != nil {
+			// A GPU is there: running beside it on the CPU would be the
+			// silent slow path the operator did not choose.
+			return placed{}, &DeviceError{Selector: "auto", Err: fmt.Errorf("%w (a GPU is present, so auto takes it; set model.device: cpu to run on the CPU)", err)}
+		}
+		p.info.Selector = "auto"
+		return p, nil
+	}
+	if err := gpu.ParseSelector(sel); err != nil {
+		return placed{}, &DeviceError{Selector: sel, Err: err}
+	}
+	p, err := onGPU(sel, cpu, act)
+	if err != nil {
+		return placed{}, &DeviceError{Selector: sel, Err: err}
+	}
+	return p, nil
+}
+
+func onGPU(sel string, cpu model.Model, act tensor.NVFP4Activations) (placed, error) {
+	dev, err := gpu.Open(sel)
+	if err != nil {
+		return placed{}, err
+	}
+	m, err := gpu.Load(dev, cpu, act)
+	if err != nil {
+		dev.Close()
+		return placed{}, err
+	}
+	in := dev.Info()
+	return placed{m: m, dev: dev, info: DeviceInfo{Engine: EngineVulkan, Selector: sel, Name: in.Name, Kind: string(in.Kind),
+		API: in.API, Driver: in.Driver, MemoryTotalBytes: int64(in.MemoryBytes), MaxBufferBytes: int64(in.MaxBuffer)}}, nil
+}
+
+// close releases the GPU model and its device.
+func (p *placed) close() {
+	if p.dev == nil {
+		return
+	}
+	if c, ok := p.m.(interface{ Close() }); ok {
+		c.Close()
+	}
+	p.dev.Close()
+	p.dev = nil
+}
+
+// Device says what the engine runs on, with the device memory in use now.
+// Any goroutine may call it.
+func (e *Engine) Device() DeviceInfo {
+	info := e.placed.info
+	if e.placed.dev != nil {
+		info.MemoryUsedBytes = e.placed.dev.MemoryUsed()
+	}
+	return info
+}
+
+// cpuName is the CPU's model name from /proc/cpuinfo ("model name" on x86,
+// absent on most arm64 kernels), else the architecture.
+func cpuName() string {
+	name := runtime.GOARCH + " CPU"
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return name
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == "model name" && strings.TrimSpace(v) != "" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return name
+}
+
+// IsDeviceError reports whether err is a device that was asked for and
+// cannot be used.
+func IsDeviceError(err error) bool {
+	var de *DeviceError
+	return errors.As(err, &de)
+}
