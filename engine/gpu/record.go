@@ -179,7 +179,7 @@ func (r *Recorder) Barrier() {
 		return
 	}
 	const stages = vk.PipelineStageComputeShader | vk.PipelineStageTransfer
-	r.dev.d.Barrier(r.cb, stages, stages,
+	r.dev.d.BarrierWith(r.cb, r.ds, stages, stages,
 		vk.AccessShaderWrite|vk.AccessTransferWrite, vk.AccessShaderRead|vk.AccessShaderWrite|vk.AccessTransferRead|vk.AccessTransferWrite)
 }
 
@@ -192,8 +192,7 @@ func (r *Recorder) Copy(dst, src Range, n int64) {
 		r.err = fmt.Errorf("GPU: copy of %d bytes overruns a buffer", n)
 		return
 	}
-	bc := vk.BufferCopy{SrcOffset: uint64(src.Off), DstOffset: uint64(dst.Off), Size: uint64(n)}
-	r.dev.d.F.CmdCopyBuffer(r.cb, src.Buf.b.Buf, dst.Buf.b.Buf, 1, &bc)
+	r.dev.d.CopyWith(r.cb, r.ds, src.Buf.b.Buf, dst.Buf.b.Buf, uint64(src.Off), uint64(dst.Off), uint64(n))
 }
 
 // Fill records setting the words of dst (Size a multiple of 4) to v.
@@ -201,7 +200,7 @@ func (r *Recorder) Fill(dst Range, v uint32) {
 	if r.err != nil || !r.open || dst.Size == 0 {
 		return
 	}
-	r.dev.d.F.CmdFillBuffer(r.cb, dst.Buf.b.Buf, uint64(dst.Off), uint64(dst.Size), v)
+	r.dev.d.Fill(r.cb, dst.Buf.b.Buf, uint64(dst.Off), uint64(dst.Size), v)
 }
 
 // Submit ends the recording, runs it and waits; it returns the GPU time the
@@ -221,7 +220,7 @@ func (r *Recorder) Submit() (float64, error) {
 	}
 	// Host reads of host-visible results after the fence need the writes
 	// made available to the host.
-	r.dev.d.Barrier(r.cb, vk.PipelineStageComputeShader|vk.PipelineStageTransfer, vk.PipelineStageHost,
+	r.dev.d.BarrierWith(r.cb, r.ds, vk.PipelineStageComputeShader|vk.PipelineStageTransfer, vk.PipelineStageHost,
 		vk.AccessShaderWrite|vk.AccessTransferWrite, vk.AccessHostRead)
 	ns, err := r.dev.d.End()
 	if err != nil {

@@ -554,16 +554,18 @@ type Range struct {
 // Dispatcher records dispatches; its scratch is reused so that recording
 // does not allocate.
 type Dispatcher struct {
-	infos  [16]DescriptorBufferInfo
-	writes [16]WriteDescriptorSet
-	push   [32]uint32
+	infos   [16]DescriptorBufferInfo
+	writes  [16]WriteDescriptorSet
+	push    [32]uint32
+	barrier MemoryBarrier
+	copy    BufferCopy
 }
 
 // Dispatch records p over an x*y*z grid of workgroups with its storage
 // buffers r (binding i = r[i]) and push constants push.
 func (d *Device) Dispatch(cb uintptr, ds *Dispatcher, p *Pipeline, push []uint32, r []Range, x, y, z uint32) {
 	f := d.F
-	f.CmdBindPipeline(cb, PipelineBindPointCompute, p.pipeline)
+	f.cmdBindPipeline(cb, PipelineBindPointCompute, p.pipeline)
 	for i := range r {
 		sz := r[i].Size
 		if sz == 0 {
@@ -574,19 +576,31 @@ func (d *Device) Dispatch(cb uintptr, ds *Dispatcher, p *Pipeline, push []uint32
 			DescriptorCount: 1, DescriptorType: DescriptorTypeStorageBuffer, PBufferInfo: &ds.infos[i]}
 	}
 	if len(r) > 0 {
-		f.CmdPushDescriptorSetKHR(cb, PipelineBindPointCompute, p.layout, 0, uint32(len(r)), &ds.writes[0])
+		f.cmdPushDescriptorSet(cb, PipelineBindPointCompute, p.layout, 0, uint32(len(r)), &ds.writes[0])
 	}
 	if len(push) > 0 {
 		n := copy(ds.push[:], push)
-		f.CmdPushConstants(cb, p.layout, ShaderStageCompute, 0, uint32(4*n), unsafe.Pointer(&ds.push[0]))
+		f.cmdPushConstants(cb, p.layout, ShaderStageCompute, 0, uint32(4*n), unsafe.Pointer(&ds.push[0]))
 	}
-	f.CmdDispatch(cb, x, y, z)
+	f.cmdDispatch(cb, x, y, z)
 }
 
-// Barrier records a global memory barrier.
-func (d *Device) Barrier(cb uintptr, srcStage, dstStage, srcAccess, dstAccess uint32) {
-	mb := &MemoryBarrier{SType: StructureTypeMemoryBarrier, SrcAccessMask: srcAccess, DstAccessMask: dstAccess}
-	d.F.CmdPipelineBarrier(cb, srcStage, dstStage, 0, 1, mb, 0, nil, 0, nil)
+// BarrierWith records a global memory barrier through the dispatcher's
+// pinned scratch.
+func (d *Device) BarrierWith(cb uintptr, ds *Dispatcher, srcStage, dstStage, srcAccess, dstAccess uint32) {
+	ds.barrier = MemoryBarrier{SType: StructureTypeMemoryBarrier, SrcAccessMask: srcAccess, DstAccessMask: dstAccess}
+	d.F.cmdPipelineBarrier(cb, srcStage, dstStage, &ds.barrier)
+}
+
+// CopyWith records a buffer copy through the dispatcher's pinned scratch.
+func (d *Device) CopyWith(cb uintptr, ds *Dispatcher, src, dst uint64, srcOff, dstOff, size uint64) {
+	ds.copy = BufferCopy{SrcOffset: srcOff, DstOffset: dstOff, Size: size}
+	d.F.cmdCopyBuffer(cb, src, dst, &ds.copy)
+}
+
+// Fill records setting size bytes of dst from off to the word v.
+func (d *Device) Fill(cb uintptr, dst, off, size uint64, v uint32) {
+	d.F.cmdFillBuffer(cb, dst, off, size, v)
 }
 
 // Begin resets the device's command buffer and starts recording into it,
@@ -651,4 +665,11 @@ func (d *Device) Run(record func(cb uintptr)) (float64, error) {
 	}
 	record(cb)
 	return d.End()
+}
+
+// Barrier records a global memory barrier (outside a Recorder: uploads and
+// downloads).
+func (d *Device) Barrier(cb uintptr, srcStage, dstStage, srcAccess, dstAccess uint32) {
+	mb := &MemoryBarrier{SType: StructureTypeMemoryBarrier, SrcAccessMask: srcAccess, DstAccessMask: dstAccess}
+	d.F.CmdPipelineBarrier(cb, srcStage, dstStage, 0, 1, mb, 0, nil, 0, nil)
 }

@@ -699,41 +699,46 @@ type Funcs struct {
 	// Optional (nil when the loader lacks it).
 	GetPhysicalDeviceCooperativeMatrixPropertiesKHR func(pd uintptr, n *uint32, p *CooperativeMatrixPropertiesKHR) int32
 
-	DestroyDevice                     func(dev uintptr, alloc unsafe.Pointer)
-	DeviceWaitIdle                    func(dev uintptr) int32
-	GetDeviceQueue                    func(dev uintptr, family, index uint32, q *uintptr)
-	CreateBuffer                      func(dev uintptr, ci *BufferCreateInfo, alloc unsafe.Pointer, b *uint64) int32
-	DestroyBuffer                     func(dev uintptr, b uint64, alloc unsafe.Pointer)
-	GetBufferMemoryRequirements       func(dev uintptr, b uint64, r *MemoryRequirements)
-	AllocateMemory                    func(dev uintptr, ai *MemoryAllocateInfo, alloc unsafe.Pointer, m *uint64) int32
-	FreeMemory                        func(dev uintptr, m uint64, alloc unsafe.Pointer)
-	BindBufferMemory                  func(dev uintptr, b, m, off uint64) int32
-	MapMemory                         func(dev uintptr, m, off, size uint64, flags uint32, p *unsafe.Pointer) int32
-	UnmapMemory                       func(dev uintptr, m uint64)
-	CreateShaderModule                func(dev uintptr, ci *ShaderModuleCreateInfo, alloc unsafe.Pointer, m *uint64) int32
-	DestroyShaderModule               func(dev uintptr, m uint64, alloc unsafe.Pointer)
-	CreateDescriptorSetLayout         func(dev uintptr, ci *DescriptorSetLayoutCreateInfo, alloc unsafe.Pointer, l *uint64) int32
-	DestroyDescriptorSetLayout        func(dev uintptr, l uint64, alloc unsafe.Pointer)
-	CreatePipelineLayout              func(dev uintptr, ci *PipelineLayoutCreateInfo, alloc unsafe.Pointer, l *uint64) int32
-	DestroyPipelineLayout             func(dev uintptr, l uint64, alloc unsafe.Pointer)
-	CreateComputePipelines            func(dev uintptr, cache uint64, n uint32, ci *ComputePipelineCreateInfo, alloc unsafe.Pointer, p *uint64) int32
-	DestroyPipeline                   func(dev uintptr, p uint64, alloc unsafe.Pointer)
-	CreateDescriptorPool              func(dev uintptr, ci *DescriptorPoolCreateInfo, alloc unsafe.Pointer, p *uint64) int32
-	DestroyDescriptorPool             func(dev uintptr, p uint64, alloc unsafe.Pointer)
-	AllocateDescriptorSets            func(dev uintptr, ai *DescriptorSetAllocateInfo, sets *uint64) int32
-	UpdateDescriptorSets              func(dev uintptr, nw uint32, w *WriteDescriptorSet, nc uint32, c unsafe.Pointer)
-	CreateCommandPool                 func(dev uintptr, ci *CommandPoolCreateInfo, alloc unsafe.Pointer, p *uint64) int32
-	DestroyCommandPool                func(dev uintptr, p uint64, alloc unsafe.Pointer)
-	AllocateCommandBuffers            func(dev uintptr, ai *CommandBufferAllocateInfo, cb *uintptr) int32
-	BeginCommandBuffer                func(cb uintptr, bi *CommandBufferBeginInfo) int32
-	EndCommandBuffer                  func(cb uintptr) int32
-	ResetCommandBuffer                func(cb uintptr, flags uint32) int32
-	CmdBindPipeline                   func(cb uintptr, bp uint32, p uint64)
-	CmdBindDescriptorSets             func(cb uintptr, bp uint32, layout uint64, first, n uint32, sets *uint64, nd uint32, dyn *uint32)
-	CmdPushConstants                  func(cb uintptr, layout uint64, stages, off, size uint32, p unsafe.Pointer)
-	CmdDispatch                       func(cb uintptr, x, y, z uint32)
-	CmdFillBuffer                     func(cb uintptr, dst, off, size uint64, data uint32)
-	CmdPushDescriptorSetKHR           func(cb uintptr, bp uint32, layout uint64, set, n uint32, w *WriteDescriptorSet)
+	DestroyDevice               func(dev uintptr, alloc unsafe.Pointer)
+	DeviceWaitIdle              func(dev uintptr) int32
+	GetDeviceQueue              func(dev uintptr, family, index uint32, q *uintptr)
+	CreateBuffer                func(dev uintptr, ci *BufferCreateInfo, alloc unsafe.Pointer, b *uint64) int32
+	DestroyBuffer               func(dev uintptr, b uint64, alloc unsafe.Pointer)
+	GetBufferMemoryRequirements func(dev uintptr, b uint64, r *MemoryRequirements)
+	AllocateMemory              func(dev uintptr, ai *MemoryAllocateInfo, alloc unsafe.Pointer, m *uint64) int32
+	FreeMemory                  func(dev uintptr, m uint64, alloc unsafe.Pointer)
+	BindBufferMemory            func(dev uintptr, b, m, off uint64) int32
+	MapMemory                   func(dev uintptr, m, off, size uint64, flags uint32, p *unsafe.Pointer) int32
+	UnmapMemory                 func(dev uintptr, m uint64)
+	CreateShaderModule          func(dev uintptr, ci *ShaderModuleCreateInfo, alloc unsafe.Pointer, m *uint64) int32
+	DestroyShaderModule         func(dev uintptr, m uint64, alloc unsafe.Pointer)
+	CreateDescriptorSetLayout   func(dev uintptr, ci *DescriptorSetLayoutCreateInfo, alloc unsafe.Pointer, l *uint64) int32
+	DestroyDescriptorSetLayout  func(dev uintptr, l uint64, alloc unsafe.Pointer)
+	CreatePipelineLayout        func(dev uintptr, ci *PipelineLayoutCreateInfo, alloc unsafe.Pointer, l *uint64) int32
+	DestroyPipelineLayout       func(dev uintptr, l uint64, alloc unsafe.Pointer)
+	CreateComputePipelines      func(dev uintptr, cache uint64, n uint32, ci *ComputePipelineCreateInfo, alloc unsafe.Pointer, p *uint64) int32
+	DestroyPipeline             func(dev uintptr, p uint64, alloc unsafe.Pointer)
+	CreateDescriptorPool        func(dev uintptr, ci *DescriptorPoolCreateInfo, alloc unsafe.Pointer, p *uint64) int32
+	DestroyDescriptorPool       func(dev uintptr, p uint64, alloc unsafe.Pointer)
+	AllocateDescriptorSets      func(dev uintptr, ai *DescriptorSetAllocateInfo, sets *uint64) int32
+	UpdateDescriptorSets        func(dev uintptr, nw uint32, w *WriteDescriptorSet, nc uint32, c unsafe.Pointer)
+	CreateCommandPool           func(dev uintptr, ci *CommandPoolCreateInfo, alloc unsafe.Pointer, p *uint64) int32
+	DestroyCommandPool          func(dev uintptr, p uint64, alloc unsafe.Pointer)
+	AllocateCommandBuffers      func(dev uintptr, ai *CommandBufferAllocateInfo, cb *uintptr) int32
+	BeginCommandBuffer          func(cb uintptr, bi *CommandBufferBeginInfo) int32
+	EndCommandBuffer            func(cb uintptr) int32
+	ResetCommandBuffer          func(cb uintptr, flags uint32) int32
+	CmdBindPipeline             func(cb uintptr, bp uint32, p uint64)
+	CmdBindDescriptorSets       func(cb uintptr, bp uint32, layout uint64, first, n uint32, sets *uint64, nd uint32, dyn *uint32)
+	CmdPushConstants            func(cb uintptr, layout uint64, stages, off, size uint32, p unsafe.Pointer)
+	CmdDispatch                 func(cb uintptr, x, y, z uint32)
+	CmdFillBuffer               func(cb uintptr, dst, off, size uint64, data uint32)
+	CmdPushDescriptorSetKHR     func(cb uintptr, bp uint32, layout uint64, set, n uint32, w *WriteDescriptorSet)
+
+	// Raw entry points of the commands a forward pass records thousands of
+	// times, called with purego.SyscallN: RegisterFunc's reflection costs
+	// microseconds a call, which would add milliseconds to every decode step.
+	raw                               rawCmds
 	CmdCopyBuffer                     func(cb uintptr, src, dst uint64, n uint32, r *BufferCopy)
 	CmdPipelineBarrier                func(cb uintptr, src, dst, dep uint32, nm uint32, m *MemoryBarrier, nb uint32, b unsafe.Pointer, ni uint32, i unsafe.Pointer)
 	CmdResetQueryPool                 func(cb uintptr, pool uint64, first, n uint32)
@@ -869,6 +874,15 @@ func (f *Funcs) LoadDevice(dev uintptr) error {
 	}
 	if p := f.GetDeviceProcAddr(dev, "vkCmdPushDescriptorSetKHR"); p != 0 {
 		purego.RegisterFunc(&f.CmdPushDescriptorSetKHR, p)
+	}
+	for name, p := range map[string]*uintptr{
+		"vkCmdBindPipeline": &f.raw.bindPipeline, "vkCmdPushDescriptorSetKHR": &f.raw.pushDescriptorSet,
+		"vkCmdPushConstants": &f.raw.pushConstants, "vkCmdDispatch": &f.raw.dispatch,
+		"vkCmdPipelineBarrier": &f.raw.pipelineBarrier, "vkCmdCopyBuffer": &f.raw.copyBuffer, "vkCmdFillBuffer": &f.raw.fillBuffer,
+	} {
+		if *p = f.GetDeviceProcAddr(dev, name); *p == 0 {
+			return fmt.Errorf("vulkan: %s not found", name)
+		}
 	}
 	if p := f.GetDeviceProcAddr(dev, "vkGetMemoryHostPointerPropertiesEXT"); p != 0 {
 		purego.RegisterFunc(&f.GetMemoryHostPointerPropertiesEXT, p)
