@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -241,4 +242,26 @@ func TestMeasureDeviceCopy(t *testing.T) {
 		t.Errorf("%d bytes of device memory still held after the measurement", used)
 	}
 	t.Logf("%s: %.1f GB/s (read + write)", d.Info().Name, gbs)
+}
+
+// TestGenerateOnGPU: the engine on the GPU (lavapipe in CI) gives the CPU
+// engine's greedy tokens, through the GPU's greedy steps (the token picked
+// on the device, F32 KV: the engines agree to float32 noise).
+func TestGenerateOnGPU(t *testing.T) {
+	if _, err := gpu.Devices(); err != nil && !requireGPU() {
+		t.Skipf("no Vulkan loader: %v", err)
+	}
+	prompt := []int32{1, 403, 276, 379, 286, 262, 415}
+	var outs [2][]int32
+	for i, sel := range []string{"cpu", "gpu:0"} {
+		e, err := Load(stories, Options{Threads: 1, KVType: tensor.F32, Device: sel, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatalf("%s: %v", sel, err)
+		}
+		outs[i] = greedyRun(t, e, prompt, nil, 48).Tokens
+		e.Close()
+	}
+	if !slices.Equal(outs[0], outs[1]) {
+		t.Errorf("greedy on the GPU %v, on the CPU %v", outs[1], outs[0])
+	}
 }

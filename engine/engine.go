@@ -69,6 +69,7 @@ type Engine struct {
 	spec     *speculative.Decoder               // made on first use; kept for its suffix memory
 	specCfg  speculative.Config                 // what spec is set to
 	hidden   []float32                          // the last prompt token's hidden state, for the MTP drafter
+	top      [1]int32                           // a greedy step's token (greedyModel)
 }
 
 // sequence returns the engine's one sequence state, emptied.
@@ -293,11 +294,19 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 		}
 	}()
 	one := make([]int32, 1)
+	greedy, _ := e.model.(greedyModel)
+	if !req.Sample.Greedy() {
+		greedy = nil
+	}
+	next := int32(-1) // the token a greedy step already picked on the device
 	for len(res.Tokens) < maxTokens {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		id := e.sampler.Pick(e.logits)
+		id := next
+		if id < 0 {
+			id = e.sampler.Pick(e.logits)
+		}
 		if len(res.Tokens) == 0 {
 			tFirst = time.Now()
 		}
@@ -315,7 +324,15 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 			return res, err
 		}
 		one[0] = id
-		if err := e.decode(one); err != nil {
+		if greedy != nil {
+			top := e.top[:1]
+			err := greedy.ForwardGreedy(e.state, model.ChainBatch(one, e.state.Len(), false), top)
+			e.lastStep.Store(time.Now().UnixNano())
+			if err != nil {
+				return res, err
+			}
+			next = top[0]
+		} else if err := e.decode(one); err != nil {
 			return res, err
 		}
 		res.TargetSteps++
@@ -423,6 +440,14 @@ func (e *Engine) CacheStats() (st state.Stats, ok bool) {
 		return state.Stats{}, false
 	}
 	return e.cache.Stats(), true
+}
+
+// greedyModel is a model that can take a greedy decode step picking the
+// token where the logits are (engine/gpu: argmax on the device, so a step
+// reads back one token, not a vocabulary of logits). sample.Argmax's
+// tie rule.
+type greedyModel interface {
+	ForwardGreedy(st model.State, b model.Batch, top []int32) error
 }
 
 // decode runs one token (one[0]) after the sequence and leaves its logits.

@@ -10,11 +10,11 @@ import (
 // at most s.cap tokens, each committed at once (unless the batch is a
 // verify chain); a tree, or a verify chain, in one pass that stays pending
 // until Commit. inHidden is the MTP head's input (nil for the trunk).
-func (s *gpuState) forward(b *model.Batch, logits, inHidden, hidden []float32) error {
+func (s *gpuState) forward(b *model.Batch, logits, inHidden, hidden []float32, top []int32) error {
 	n := len(b.Tokens)
 	out := 0 // rows of logits written so far
 	if s.pendingBatch {
-		if err := s.pass(b, 0, n, &out, logits, inHidden, hidden); err != nil {
+		if err := s.pass(b, 0, n, &out, logits, inHidden, hidden, top); err != nil {
 			return err
 		}
 		s.pending = n
@@ -23,7 +23,7 @@ func (s *gpuState) forward(b *model.Batch, logits, inHidden, hidden []float32) e
 	}
 	for c0 := 0; c0 < n; c0 += s.cap {
 		c1 := min(n, c0+s.cap)
-		if err := s.pass(b, c0, c1, &out, logits, inHidden, hidden); err != nil {
+		if err := s.pass(b, c0, c1, &out, logits, inHidden, hidden, top); err != nil {
 			return err
 		}
 		s.n += c1 - c0
@@ -33,7 +33,7 @@ func (s *gpuState) forward(b *model.Batch, logits, inHidden, hidden []float32) e
 
 // pass records and runs one forward pass over tokens [c0, c1) of b, whose
 // KV rows go to the slots after the committed ones.
-func (s *gpuState) pass(b *model.Batch, c0, c1 int, out *int, logits, inHidden, hidden []float32) error {
+func (s *gpuState) pass(b *model.Batch, c0, c1 int, out *int, logits, inHidden, hidden []float32, top []int32) error {
 	m := s.m
 	E, V := m.hp.Embd, m.hp.Vocab
 	nt := c1 - c0
@@ -67,12 +67,22 @@ func (s *gpuState) pass(b *model.Batch, c0, c1 int, out *int, logits, inHidden, 
 			copy(a[len(s.hostA.off):], s.hostA.idx)
 		}
 	}
-	var logitsBuf, hiddenBuf *Buffer
+	var logitsBuf, hiddenBuf, topBuf *Buffer
 	var err error
-	if nOut > 0 {
+	if nOut > 0 && top != nil {
+		// greedy: the logits stay on the device, the top tokens come back
+		if logitsBuf, err = s.devBuf(&s.logitsDev, int64(nOut*V*4)); err != nil {
+			return err
+		}
+		if topBuf, err = s.hostBuf(&s.top, int64(nOut*4)); err != nil {
+			return err
+		}
+	} else if nOut > 0 {
 		if logitsBuf, err = s.hostBuf(&s.logits, int64(nOut*V*4)); err != nil {
 			return err
 		}
+	}
+	if nOut > 0 {
 		if hidden != nil {
 			if hiddenBuf, err = s.hostBuf(&s.hidden, int64(nOut*E*4)); err != nil {
 				return err
@@ -136,6 +146,9 @@ func (s *gpuState) pass(b *model.Batch, c0, c1 int, out *int, logits, inHidden, 
 		r.RMSNorm(h.All(), x.All(), norm.All(), nOut, E, m.w.Eps)
 		r.Barrier()
 		s.apply(r, head, logitsBuf, h, nOut)
+		if topBuf != nil {
+			r.Argmax(topBuf.All(), logitsBuf.All(), nOut, V)
+		}
 		if hiddenBuf != nil {
 			r.Copy(hiddenBuf.All(), h.All(), int64(nOut*E*4))
 		}
@@ -144,7 +157,11 @@ func (s *gpuState) pass(b *model.Batch, c0, c1 int, out *int, logits, inHidden, 
 		return fmt.Errorf("GPU forward pass: %w", err)
 	}
 	if nOut > 0 {
-		copy(logits[*out*V:(*out+nOut)*V], bytesF32(logitsBuf.Bytes()))
+		if topBuf != nil {
+			copy(top[*out:*out+nOut], bytesI32(topBuf.Bytes()))
+		} else {
+			copy(logits[*out*V:(*out+nOut)*V], bytesF32(logitsBuf.Bytes()))
+		}
 		if hiddenBuf != nil {
 			copy(hidden[*out*E:(*out+nOut)*E], bytesF32(hiddenBuf.Bytes()))
 		}

@@ -207,15 +207,36 @@ func (m *gpuModel) Forward(st model.State, b model.Batch, logits []float32) erro
 }
 
 func (m *gpuModel) ForwardHidden(st model.State, b model.Batch, logits, hidden []float32) error {
-	s, err := m.begin(st, false, &b, logits, hidden)
+	s, err := m.begin(st, false, &b, logits, hidden, false)
 	if err != nil {
 		return err
 	}
-	return s.forward(&b, logits, nil, hidden)
+	return s.forward(&b, logits, nil, hidden, nil)
+}
+
+// ForwardGreedy is Forward for greedy decoding: the logits stay on the
+// device and only the most likely token of each row that wants logits
+// comes back (top: one per such row; ties to the lowest id, as
+// sample.Argmax). A decode step then reads back 4 bytes, not a vocabulary.
+func (m *gpuModel) ForwardGreedy(st model.State, b model.Batch, top []int32) error {
+	nOut := 0
+	for i := range b.Tokens {
+		if b.WantsLogits(i) {
+			nOut++
+		}
+	}
+	if len(top) < nOut {
+		return fmt.Errorf("GPU model: top has room for %d tokens, %d rows want logits", len(top), nOut)
+	}
+	s, err := m.begin(st, false, &b, nil, nil, true)
+	if err != nil {
+		return err
+	}
+	return s.forward(&b, nil, nil, nil, top)
 }
 
 // begin checks a forward call as the CPU model does.
-func (m *gpuModel) begin(st model.State, mtp bool, b *model.Batch, logits, hidden []float32) (*gpuState, error) {
+func (m *gpuModel) begin(st model.State, mtp bool, b *model.Batch, logits, hidden []float32, greedy bool) (*gpuState, error) {
 	s, ok := st.(*gpuState)
 	if !ok || s.m != m || s.mtp != mtp {
 		return nil, fmt.Errorf("GPU model: state was not made by this model (or is the MTP head's)")
@@ -240,7 +261,7 @@ func (m *gpuModel) begin(st model.State, mtp bool, b *model.Batch, logits, hidde
 			nOut++
 		}
 	}
-	if len(logits) < nOut*m.hp.Vocab {
+	if !greedy && len(logits) < nOut*m.hp.Vocab {
 		return nil, fmt.Errorf("GPU model: logits has room for %d floats, %d tokens want %d", len(logits), nOut, nOut*m.hp.Vocab)
 	}
 	if hidden != nil && len(hidden) < nOut*m.hp.Embd {

@@ -649,3 +649,52 @@ func TestModelQwen35Agent(t *testing.T) {
 		}
 	}
 }
+
+// TestModelGreedy: a greedy step that reads back only the top token gives
+// the argmax of the logits Forward gives, on a chain, a tree and decode.
+func TestModelGreedy(t *testing.T) {
+	_, gm := loadPair(t, storiesPath, tensor.F16, tensor.NVFP4ActQ8)
+	g := gm.(interface {
+		ForwardGreedy(model.State, model.Batch, []int32) error
+	})
+	V := gm.Hyper().Vocab
+	prompt := []int32{1, 5, 9, 14, 3, 22}
+	a, b := gm.NewState(64), gm.NewState(64)
+	lg := make([]float32, V)
+	top := make([]int32, 1)
+	if err := gm.Forward(a, model.ChainBatch(prompt, 0, false), lg); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.ForwardGreedy(b, model.ChainBatch(prompt, 0, false), top); err != nil {
+		t.Fatal(err)
+	}
+	for step := 0; step < 8; step++ {
+		if top[0] != argmax(lg) {
+			t.Fatalf("step %d: greedy %d, argmax of the logits %d", step, top[0], argmax(lg))
+		}
+		tok := top[0]
+		if err := gm.Forward(a, model.ChainBatch([]int32{tok}, a.Len(), false), lg); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.ForwardGreedy(b, model.ChainBatch([]int32{tok}, b.Len(), false), top); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := model.ChainBatch([]int32{7, 8, 9}, a.Len(), true)
+	lg3 := make([]float32, 3*V)
+	top3 := make([]int32, 3)
+	if err := gm.Forward(a, all, lg3); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.ForwardGreedy(b, all, top3); err != nil {
+		t.Fatal(err)
+	}
+	for i := range top3 {
+		if top3[i] != argmax(lg3[i*V:(i+1)*V]) {
+			t.Errorf("row %d: greedy %d, argmax %d", i, top3[i], argmax(lg3[i*V:(i+1)*V]))
+		}
+	}
+	if err := g.ForwardGreedy(b, model.ChainBatch([]int32{1, 2}, b.Len(), true), top3[:1]); err == nil {
+		t.Error("no room for the top tokens accepted")
+	}
+}

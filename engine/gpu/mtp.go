@@ -63,14 +63,14 @@ func (h *gpuMTP) NewState(maxTokens int) model.State {
 }
 
 func (h *gpuMTP) Forward(st model.State, b model.Batch, hidden, logits, hiddenOut []float32) error {
-	s, err := h.m.begin(st, true, &b, logits, hiddenOut)
+	s, err := h.m.begin(st, true, &b, logits, hiddenOut, false)
 	if err != nil {
 		return err
 	}
 	if len(hidden) < len(b.Tokens)*h.m.hp.Embd {
 		return fmt.Errorf("GPU model: MTP hidden has %d floats, %d tokens need %d", len(hidden), len(b.Tokens), len(b.Tokens)*h.m.hp.Embd)
 	}
-	return s.forward(&b, logits, hidden, hiddenOut)
+	return s.forward(&b, logits, hidden, hiddenOut, nil)
 }
 
 // mtpInput records the head's input rows into s.x: eh_proj of the normed

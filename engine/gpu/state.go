@@ -43,6 +43,7 @@ type gpuState struct {
 	// host-visible parameters and results
 	ids, cs, anc, outIdx, parents, path *Buffer
 	logits, hidden, hin                 *Buffer // results; the MTP head's input hidden states
+	logitsDev, top                      *Buffer // greedy steps: logits on the device, top tokens back
 
 	owned []*Buffer
 	hostA ancestry // scratch for tree ancestry lists
@@ -181,7 +182,24 @@ func (s *gpuState) free() {
 	s.logits.Free()
 	s.hidden.Free()
 	s.hin.Free()
-	s.logits, s.hidden, s.hin = nil, nil, nil
+	s.logitsDev.Free()
+	s.top.Free()
+	s.logits, s.hidden, s.hin, s.logitsDev, s.top = nil, nil, nil, nil, nil
+}
+
+// devBuf returns *b grown to at least size bytes (device-local).
+func (s *gpuState) devBuf(b **Buffer, size int64) (*Buffer, error) {
+	if *b != nil && (*b).Size() >= size {
+		return *b, nil
+	}
+	(*b).Free()
+	*b = nil
+	nb, err := s.m.dev.NewBuffer(size)
+	if err != nil {
+		return nil, err
+	}
+	*b = nb
+	return nb, nil
 }
 
 // hostBuf returns *b grown to at least size bytes (host-visible).
