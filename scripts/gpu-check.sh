@@ -58,7 +58,23 @@ fail() {
 havego=no
 if command -v "$GO" >/dev/null 2>&1; then havego=yes; fi
 
-if [ "$havego" = yes ] && [ "$BIN" = bin/edgellmd ]; then
+# A machine without the Vulkan loader: the libvulkan1 .deb that
+# scripts/gpu-prep.sh leaves in .gl/ is unpacked in place (as root). An
+# NVIDIA driver installed outside the loader's search path (containers:
+# /usr/local/nvidia) is named to the loader.
+if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1 '; then
+	for f in .gl/*.deb; do
+		if [ -e "$f" ]; then dpkg -x "$f" / && echo "(unpacked $f)"; fi
+	done
+	ldconfig 2>/dev/null || true
+fi
+if [ -z "${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-}" ] && ! ls /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json >/dev/null 2>&1; then
+	for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/icd.d/nvidia_icd.json; do
+		if [ -e "$icd" ]; then export VK_DRIVER_FILES="$icd"; echo "(VK_DRIVER_FILES=$icd)"; break; fi
+	done
+fi
+
+if [ "$havego" = yes ] && [ "$BIN" = bin/edgellmd ] && [ ! -x bin/gpu.test ]; then
 	CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" \
 		-o "$BIN" ./cmd/edgellmd
 fi
@@ -81,16 +97,23 @@ fi
 
 step "2. engine/gpu tests on $DEVICE (EDGELLMD_REQUIRE_GPU=1)"
 export EDGELLMD_TEST_DEVICE="$DEVICE" EDGELLMD_REQUIRE_GPU=1
-if [ "$havego" = yes ]; then
-	timeout 300 "$GO" test -count=1 -timeout 280s ./engine/gpu/... || fail "go test ./engine/gpu/..."
-	# The engine's device choice, cache fingerprint and copy bandwidth on it.
-	timeout 120 "$GO" test -count=1 -run 'Device|AcrossEngines' ./engine/ || fail "go test ./engine/ -run Device"
-elif [ -x bin/gpu.test ]; then
-	echo "(no Go toolchain: the prebuilt test binaries from make gpu-test)"
-	(cd engine/gpu && timeout 300 ../../bin/gpu.test -test.count=1 -test.timeout 280s) || fail "bin/gpu.test"
+if [ -x bin/gpu.test ]; then
+	echo "(the prebuilt test binaries from make gpu-test)"
+	if (cd engine/gpu && timeout 300 ../../bin/gpu.test -test.count=1 -test.timeout 280s -test.v >"$WORK/gpu-test.txt" 2>&1); then
+		grep -E '^(--- |PASS|ok)|device:|bandwidth|near-tie|largest' "$WORK/gpu-test.txt"
+	else
+		cat "$WORK/gpu-test.txt"
+		fail "bin/gpu.test"
+	fi
+	(cd engine/gpu && ../../bin/gpu.test -test.run '^$' -test.bench 'MatVecGPU|RecordDispatch' -test.benchtime 20x 2>&1 | grep -E 'Benchmark|ok|FAIL') || true
 	if [ -x bin/gpu-vk.test ]; then
 		(cd engine/gpu/internal/vk && timeout 120 ../../../../bin/gpu-vk.test -test.count=1) || fail "bin/gpu-vk.test"
 	fi
+elif [ "$havego" = yes ]; then
+	timeout 300 "$GO" test -count=1 -timeout 280s ./engine/gpu/... || fail "go test ./engine/gpu/..."
+	"$GO" test -count=1 -run '^$' -bench 'MatVecGPU|RecordDispatch' -benchtime 20x ./engine/gpu/ || true
+	# The engine's device choice, cache fingerprint and copy bandwidth on it.
+	timeout 120 "$GO" test -count=1 -run 'Device|AcrossEngines|GenerateOnGPU' ./engine/ || fail "go test ./engine/ -run Device"
 else
 	fail "no Go toolchain and no bin/gpu.test (make gpu-test builds it)"
 fi

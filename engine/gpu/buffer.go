@@ -72,9 +72,11 @@ func (b *Buffer) Free() {
 	}
 	d := b.dev
 	d.d.Free(b.b)
-	d.mu.Lock()
-	d.used -= int64(b.b.Size)
-	d.mu.Unlock()
+	if !b.b.Shared { // imported file pages are not device allocations
+		d.mu.Lock()
+		d.used -= int64(b.b.Size)
+		d.mu.Unlock()
+	}
 	b.b = nil
 }
 

@@ -153,7 +153,7 @@ func BenchmarkRecordDispatch(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i += per {
 		r := d.Begin()
-		for j := 0; j < per; j++ {
+		for j := 0; j < min(per, b.N-i); j++ {
 			r.Dispatch("fill_f32", nil, Groups(1), []uint32{64, math.Float32bits(1)}, buf.All())
 			r.Barrier()
 		}

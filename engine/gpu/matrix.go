@@ -15,7 +15,17 @@ type Matrix struct {
 	Rows, Cols int
 	RowBytes   int
 	InputScale float32 // NVFP4 activation scale (tensor.Matrix.InputScale); 0: per vector
-	Buf        *Buffer // the matrix alone, from offset 0
+	Buf        *Buffer // the matrix, from byte Off
+	// Off is where the matrix starts in Buf: 0 for a copy; for weights
+	// used in place, the tensor's offset past the buffer's alignment, a
+	// multiple of the device's minStorageBufferOffsetAlignment.
+	Off int64
+}
+
+// binding is the matrix as a shader binding: its bytes alone, so that a
+// shader indexes the matrix from 0.
+func (m *Matrix) binding() Range {
+	return Range{Buf: m.Buf, Off: m.Off, Size: int64(m.Rows) * int64(m.RowBytes)}
 }
 
 // UploadMatrix copies m's bytes (usually a slice of the mapped model file)

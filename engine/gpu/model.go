@@ -28,6 +28,10 @@ type gpuModel struct {
 	output gpuLinear
 	mtp    *gpuMTP
 	owned  []interface{ Free() } // everything uploaded, freed by Close
+	span   *hostSpan             // the imported file pages (nil: weights copied)
+	// Imported and Copied count the matrices used in place from the mapped
+	// file and those copied to device memory.
+	imported, copied int
 }
 
 type gpuLinear struct {
@@ -60,7 +64,18 @@ func Load(dev *Device, cpu model.Model, act tensor.NVFP4Activations) (model.Mode
 	if err != nil {
 		return nil, err
 	}
+	return load(dev, w, act, dev.sharesHostMemory())
+}
+
+// load builds the model, with the weights imported in place when
+// inPlace (and the driver takes them), else copied.
+func load(dev *Device, w *model.Weights, act tensor.NVFP4Activations, inPlace bool) (model.Model, error) {
+	var err error
 	m := &gpuModel{dev: dev, w: w, hp: w.Hyper, act: act}
+	if inPlace {
+		// a driver that refuses the import leaves the weights to be copied
+		m.span, _ = dev.importSpan(w.Matrices())
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -97,14 +112,28 @@ func (m *gpuModel) Close() {
 		o.Free()
 	}
 	m.owned = nil
+	m.span.Free()
+	m.span = nil
 }
 
+// WeightsInPlace says how many matrices are used in place from the mapped
+// file and how many were copied to device memory.
+func (m *gpuModel) WeightsInPlace() (imported, copied int) { return m.imported, m.copied }
+
 func (m *gpuModel) matrix(name string, t tensor.Matrix) (*Matrix, error) {
+	if m.span != nil {
+		if mm, err := m.span.matrix(t); err == nil {
+			m.owned = append(m.owned, mm)
+			m.imported++
+			return mm, nil
+		}
+	}
 	mm, err := m.dev.UploadMatrix(name, t)
 	if err != nil {
 		return nil, err
 	}
 	m.owned = append(m.owned, mm)
+	m.copied++
 	return mm, nil
 }
 

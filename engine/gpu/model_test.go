@@ -731,3 +731,50 @@ func TestModelQwen35Goldens(t *testing.T) {
 		forcedGolden(t, c.name+" "+c.golden, cpu, gm, golden, 0.01, 1)
 	}
 }
+
+// TestModelWeightsInPlace: on a device whose memory is the host's
+// (lavapipe here, a Jetson), the weights are used in place from the mapped
+// file; the logits are the bits the copied weights give.
+func TestModelWeightsInPlace(t *testing.T) {
+	d := testDevice(t)
+	if !d.sharesHostMemory() {
+		t.Skipf("%s: weights are copied on this device", d.Info().Name)
+	}
+	for _, path := range []string{storiesPath, nvfp4File(t, synthFile(t, "tiny", "F32", true))} {
+		cpu, _ := loadPair(t, path, tensor.F16, tensor.NVFP4ActQ8)
+		w, err := model.Describe(cpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logits [2][]float32
+		var used [2]int64
+		for i, inPlace := range []bool{true, false} {
+			before := d.MemoryUsed()
+			gm, err := load(d, w, tensor.NVFP4ActQ8, inPlace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used[i] = d.MemoryUsed() - before
+			imp, cop := gm.(*gpuModel).WeightsInPlace()
+			if inPlace && (imp == 0 || cop != 0) {
+				t.Errorf("%s: %d matrices in place, %d copied: want all in place", filepath.Base(path), imp, cop)
+			}
+			if !inPlace && imp != 0 {
+				t.Errorf("%s: %d matrices in place with the import off", filepath.Base(path), imp)
+			}
+			V := gm.Hyper().Vocab
+			logits[i] = make([]float32, 3*V)
+			if err := gm.Forward(gm.NewState(16), model.ChainBatch([]int32{1, 5, 9}, 0, true), logits[i]); err != nil {
+				t.Fatal(err)
+			}
+			gm.(*gpuModel).Close()
+		}
+		if !slices.Equal(logits[0], logits[1]) {
+			t.Errorf("%s: logits with the weights in place differ from the copied weights'", filepath.Base(path))
+		}
+		if used[0] >= used[1] {
+			t.Errorf("%s: %d bytes of device memory in place, %d copied", filepath.Base(path), used[0], used[1])
+		}
+		t.Logf("%s: device memory for the weights %d bytes in place, %d copied", filepath.Base(path), used[0], used[1])
+	}
+}

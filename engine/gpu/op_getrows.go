@@ -38,7 +38,7 @@ func (r *Recorder) getRows(dst Range, m *Matrix, ids Range, n int) error {
 	if rb, err := m.Type.RowBytes(int64(m.Cols)); err != nil || m.Rows < 0 || int64(m.RowBytes) != rb {
 		return bad("bad shape (columns a multiple of %d, rows of %d bytes)", m.Type.BlockElems(), rb)
 	}
-	if int64(m.Rows)*int64(m.RowBytes) > m.Buf.size {
+	if m.Off+int64(m.Rows)*int64(m.RowBytes) > m.Buf.size {
 		return bad("%d bytes of weights, the buffer has %d", int64(m.Rows)*int64(m.RowBytes), m.Buf.size)
 	}
 	if n < 0 || int64(n)*int64(m.Cols) > 1<<32-1 {
@@ -61,6 +61,6 @@ func (r *Recorder) getRows(dst Range, m *Matrix, ids Range, n int) error {
 	}
 	vals := n * m.Cols
 	r.Dispatch("getrows", []uint32{mmConvWG, typ}, Groups((vals+mmConvWG-1)/mmConvWG),
-		[]uint32{uint32(n), uint32(m.Cols), uint32(m.Rows), ioff, doff}, Range{Buf: m.Buf}, Range{Buf: ids.Buf}, Range{Buf: dst.Buf})
+		[]uint32{uint32(n), uint32(m.Cols), uint32(m.Rows), ioff, doff}, m.binding(), Range{Buf: ids.Buf}, Range{Buf: dst.Buf})
 	return nil
 }

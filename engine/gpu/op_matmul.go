@@ -160,7 +160,7 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 	if rb, err := w.Type.RowBytes(int64(w.Cols)); err != nil || w.Rows < 0 || int64(w.RowBytes) != rb {
 		return bad("bad shape (columns a multiple of %d, rows of %d bytes)", w.Type.BlockElems(), rb)
 	}
-	if int64(w.Rows)*int64(w.RowBytes) > w.Buf.size {
+	if w.Off+int64(w.Rows)*int64(w.RowBytes) > w.Buf.size {
 		return bad("%d bytes of weights, the buffer has %d", int64(w.Rows)*int64(w.RowBytes), w.Buf.size)
 	}
 	if n < 0 || int64(n)*int64(max(w.Rows, w.Cols)) > 1<<32-1 {
@@ -192,7 +192,7 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 		return nil
 	}
 
-	xb, sb, wb, db := Range{Buf: x.Buf}, Range{Buf: scratch.Buf}, Range{Buf: w.Buf}, Range{Buf: dst.Buf}
+	xb, sb, wb, db := Range{Buf: x.Buf}, Range{Buf: scratch.Buf}, w.binding(), Range{Buf: dst.Buf}
 	cols, vals := uint32(w.Cols), uint32(n*w.Cols)
 	in, inOff := xb, xoff     // what the product reads
 	var scaleOff, ioff uint32 // the scales and 1/G in the scratch, in words

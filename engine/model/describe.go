@@ -194,3 +194,26 @@ func (r *Recurrent) Layers() int { return len(r.layers) }
 func (r *Recurrent) Layer(i int) RecurrentLayer {
 	return RecurrentLayer{S: r.layers[i].s, Conv: r.layers[i].conv}
 }
+
+// Matrices lists every weight matrix of the model (slices of the mapped
+// file), for a backend that imports the file's pages instead of copying.
+func (w *Weights) Matrices() []tensor.Matrix {
+	ms := []tensor.Matrix{w.Embed, w.Output.W}
+	layer := func(L *LayerWeights) {
+		ms = append(ms, L.Gate.W, L.Up.W, L.Down.W)
+		if a := L.Attn; a != nil {
+			ms = append(ms, a.Q.W, a.K.W, a.V.W, a.O.W)
+		}
+		if d := L.Delta; d != nil {
+			ms = append(ms, d.QKV.W, d.Z.W, d.Beta.W, d.Alpha.W, d.Out.W)
+		}
+	}
+	for i := range w.Layers {
+		layer(&w.Layers[i])
+	}
+	if m := w.MTP; m != nil {
+		ms = append(ms, m.Embed, m.EHProj.W, m.Head.W)
+		layer(&m.Layer)
+	}
+	return ms
+}

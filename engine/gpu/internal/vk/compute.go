@@ -307,6 +307,7 @@ type Buffer struct {
 	Flags    uint32         // memory property flags
 	Host     unsafe.Pointer // mapped address, nil when not host visible
 	Imported bool
+	Shared   bool // bound inside a HostMemory, which owns the memory
 }
 
 // Bytes views a mapped buffer.
@@ -419,7 +420,9 @@ func (d *Device) Free(b *Buffer) {
 		d.F.UnmapMemory(d.Dev, b.Mem)
 	}
 	d.F.DestroyBuffer(d.Dev, b.Buf, nil)
-	d.F.FreeMemory(d.Dev, b.Mem, nil)
+	if !b.Shared {
+		d.F.FreeMemory(d.Dev, b.Mem, nil)
+	}
 }
 
 // Upload copies data into b: directly when b is mapped, else through a
@@ -672,4 +675,93 @@ func (d *Device) Run(record func(cb uintptr)) (float64, error) {
 func (d *Device) Barrier(cb uintptr, srcStage, dstStage, srcAccess, dstAccess uint32) {
 	mb := &MemoryBarrier{SType: StructureTypeMemoryBarrier, SrcAccessMask: srcAccess, DstAccessMask: dstAccess}
 	d.F.CmdPipelineBarrier(cb, srcStage, dstStage, 0, 1, mb, 0, nil, 0, nil)
+}
+
+// HostMemory is host memory (a mapped file's pages) imported once as
+// device memory through VK_EXT_external_memory_host; buffers are then
+// bound inside it (BufferAt) without a copy.
+type HostMemory struct {
+	Mem   uint64
+	Size  uint64
+	Flags uint32 // memory property flags
+	Align uint64 // the alignment a storage buffer bound in it needs
+	types uint32 // memory type bits the host pointer allows
+}
+
+// ImportMemory imports size bytes at p (both multiples of
+// HostImportAlign).
+func (d *Device) ImportMemory(p unsafe.Pointer, size uint64) (*HostMemory, error) {
+	f := d.F
+	if !d.HostImport {
+		return nil, fmt.Errorf("vulkan: VK_EXT_external_memory_host not supported by %s", d.Name())
+	}
+	hp := &MemoryHostPointerPropertiesEXT{SType: StructureTypeMemoryHostPointerPropertiesEXT}
+	if err := check("vkGetMemoryHostPointerPropertiesEXT", f.GetMemoryHostPointerPropertiesEXT(d.Dev, ExternalMemoryHandleTypeHostAllocationEXT, p, hp)); err != nil {
+		return nil, err
+	}
+	// The memory type must also suit a storage buffer: ask a small one.
+	probe, err := d.externalBuffer(4096)
+	if err != nil {
+		return nil, err
+	}
+	var req MemoryRequirements
+	f.GetBufferMemoryRequirements(d.Dev, probe, &req)
+	f.DestroyBuffer(d.Dev, probe, nil)
+	bits := req.MemoryTypeBits & hp.MemoryTypeBits
+	mt, ok := d.memoryType(bits, 0, MemoryPropertyDeviceLocal)
+	if !ok {
+		return nil, fmt.Errorf("vulkan: no memory type can import host pointer (buffer bits %#x, host bits %#x)", req.MemoryTypeBits, hp.MemoryTypeBits)
+	}
+	var pin pins
+	defer pin.Unpin()
+	imp := &ImportMemoryHostPointerInfoEXT{SType: StructureTypeImportMemoryHostPointerInfoEXT, HandleType: ExternalMemoryHandleTypeHostAllocationEXT, PHostPointer: p}
+	pin.ptr(imp)
+	mai := &MemoryAllocateInfo{SType: StructureTypeMemoryAllocateInfo, PNext: unsafe.Pointer(imp), AllocationSize: size, MemoryTypeIndex: mt}
+	hm := &HostMemory{Size: size, Flags: d.Mem.MemoryTypes[mt].PropertyFlags, Align: req.Alignment, types: bits}
+	if err := check("vkAllocateMemory(import host pointer)", f.AllocateMemory(d.Dev, mai, nil, &hm.Mem)); err != nil {
+		return nil, err
+	}
+	return hm, nil
+}
+
+func (d *Device) externalBuffer(size uint64) (uint64, error) {
+	var pin pins
+	defer pin.Unpin()
+	ext := &ExternalMemoryBufferCreateInfo{SType: StructureTypeExternalMemoryBufferCreateInfo, HandleTypes: ExternalMemoryHandleTypeHostAllocationEXT}
+	pin.ptr(ext)
+	bci := &BufferCreateInfo{SType: StructureTypeBufferCreateInfo, PNext: unsafe.Pointer(ext), Size: size, Usage: BufferUsageStorage | BufferUsageTransferSrc}
+	var b uint64
+	if err := check("vkCreateBuffer(external)", d.F.CreateBuffer(d.Dev, bci, nil, &b)); err != nil {
+		return 0, err
+	}
+	return b, nil
+}
+
+// BufferAt makes a storage buffer of size bytes over hm from offset off,
+// or says why it cannot (the offset breaks the buffer's alignment).
+func (d *Device) BufferAt(hm *HostMemory, off, size uint64, host unsafe.Pointer) (*Buffer, error) {
+	f := d.F
+	b, err := d.externalBuffer(size)
+	if err != nil {
+		return nil, err
+	}
+	var req MemoryRequirements
+	f.GetBufferMemoryRequirements(d.Dev, b, &req)
+	if req.Alignment > 0 && off%req.Alignment != 0 || off+size > hm.Size || req.MemoryTypeBits&hm.types == 0 {
+		f.DestroyBuffer(d.Dev, b, nil)
+		return nil, fmt.Errorf("vulkan: a buffer at offset %d (alignment %d) of %d bytes in imported memory of %d", off, req.Alignment, size, hm.Size)
+	}
+	if err := check("vkBindBufferMemory", f.BindBufferMemory(d.Dev, b, hm.Mem, off)); err != nil {
+		f.DestroyBuffer(d.Dev, b, nil)
+		return nil, err
+	}
+	return &Buffer{Buf: b, Mem: hm.Mem, Size: size, Flags: hm.Flags, Host: host, Imported: true, Shared: true}, nil
+}
+
+// FreeHostMemory releases imported memory (after its buffers).
+func (d *Device) FreeHostMemory(hm *HostMemory) {
+	if hm != nil && hm.Mem != 0 {
+		d.F.FreeMemory(d.Dev, hm.Mem, nil)
+		hm.Mem = 0
+	}
 }
