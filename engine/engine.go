@@ -125,6 +125,17 @@ func Load(path string, opt Options) (*Engine, error) {
 	}
 	ok = true
 	e := &Engine{path: path, file: f, pool: pool, model: m, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log}
+	if pl.dev != nil {
+		// The sequence's KV cache and scratch on the device, made now: a
+		// context that does not fit is a start-up error, not every
+		// request's.
+		e.state = m.NewState(ctxLen)
+		e.logits = make([]float32, m.Hyper().Vocab)
+		if se, ok := e.state.(interface{ Err() error }); ok && se.Err() != nil {
+			e.Close()
+			return nil, &DeviceError{Selector: pl.info.Selector, Model: path, Err: fmt.Errorf("a sequence of %d tokens: %w (a smaller model.context_length may fit)", ctxLen, se.Err())}
+		}
+	}
 	dev := e.Device()
 	ev := opt.Log.Info().Str("model", path).Str("arch", m.Arch()).Str("engine", dev.Engine).Str("device", dev.Name)
 	if dev.Engine != EngineCPU {

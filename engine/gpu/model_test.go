@@ -778,3 +778,23 @@ func TestModelWeightsInPlace(t *testing.T) {
 		t.Logf("%s: device memory for the weights %d bytes in place, %d copied", filepath.Base(path), used[0], used[1])
 	}
 }
+
+// TestModelStateTooLarge: a state whose KV cache the device cannot hold
+// says so (Err, and every call), and the device is left usable.
+func TestModelStateTooLarge(t *testing.T) {
+	_, gm := loadPair(t, storiesPath, tensor.F32, tensor.NVFP4ActQ8)
+	st := gm.NewState(1 << 30) // 5 layers x 2 x 2^30 slots x 32 floats: 1.3 TB of KV
+	se := st.(interface{ Err() error })
+	if se.Err() == nil {
+		t.Fatal("a 1.3 TB KV cache was allocated")
+	}
+	lg := make([]float32, gm.Hyper().Vocab)
+	if err := gm.Forward(st, model.ChainBatch([]int32{1}, 0, false), lg); err == nil {
+		t.Error("Forward on a state that could not be made succeeded")
+	}
+	t.Logf("%v", se.Err())
+	ok := gm.NewState(64)
+	if err := gm.Forward(ok, model.ChainBatch([]int32{1, 2}, 0, false), lg); err != nil {
+		t.Fatalf("after a failed state: %v", err)
+	}
+}

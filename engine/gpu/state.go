@@ -69,11 +69,12 @@ func newState(m *gpuModel, layers []gpuLayer, maxTokens int, mtp bool) (s *gpuSt
 	if maxTokens <= 0 {
 		return nil, fmt.Errorf("GPU model: a state of %d tokens", maxTokens)
 	}
-	s = &gpuState{m: m, mtp: mtp, layers: layers, max: maxTokens, cap: min(maxTokens, chunkTokens)}
-	s.cap = max(s.cap, min(maxTokens, maxTreeNodes))
+	st := &gpuState{m: m, mtp: mtp, layers: layers, max: maxTokens, cap: min(maxTokens, chunkTokens)}
+	st.cap = max(st.cap, min(maxTokens, maxTreeNodes))
+	s = st
 	defer func() {
 		if err != nil {
-			s.free()
+			st.free() // what was made before the failure
 			s = nil
 		}
 	}()
@@ -167,6 +168,9 @@ func newState(m *gpuModel, layers []gpuLayer, maxTokens int, mtp bool) (s *gpuSt
 	}
 	return s, nil
 }
+
+// Err is why the state could not be made (device memory), or nil.
+func (s *gpuState) Err() error { return s.err }
 
 // Close releases the state's device memory; the state is unusable after.
 func (s *gpuState) Close() {
