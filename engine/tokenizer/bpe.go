@@ -12,6 +12,7 @@ import (
 type bpeModel struct {
 	byteTok [256]int32       // token of each byte's character, -1 if the vocab lacks it
 	merges  map[uint64]merge // (left id, right id) -> merge
+	byRank  []int32          // token of the merge of each rank, -1 where the merge cannot apply
 }
 
 type merge struct {
@@ -22,7 +23,7 @@ type merge struct {
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 func newBPEModel(v *Vocab, toID map[string]int32) (*bpeModel, error) {
-	m := &bpeModel{merges: make(map[uint64]merge, len(v.Merges))}
+	m := &bpeModel{merges: make(map[uint64]merge, len(v.Merges)), byRank: make([]int32, len(v.Merges))}
 	for b := 0; b < 256; b++ {
 		id, ok := toID[string(byteToRune[b])]
 		if !ok {
@@ -32,6 +33,7 @@ func newBPEModel(v *Vocab, toID map[string]int32) (*bpeModel, error) {
 	}
 	var buf []byte
 	for rank, s := range v.Merges {
+		m.byRank[rank] = -1
 		// As llama.cpp: split at the first space after the first byte.
 		sp := -1
 		if len(s) > 1 {
@@ -55,12 +57,15 @@ func newBPEModel(v *Vocab, toID map[string]int32) (*bpeModel, error) {
 			continue // the first (lowest) rank wins
 		}
 		m.merges[k] = merge{rank: int32(rank), id: c}
+		m.byRank[rank] = c
 	}
 	return m, nil
 }
 
 // smallWord is the length up to which encodeWord rescans all pairs after each
-// merge; longer words use a heap, so a pathological word stays O(n log n).
+// merge; longer words use a mergeQueue, so a pathological word (15 MiB of one
+// letter in a chat message) stays O(n log n) in time and about 16 bytes a
+// byte in memory.
 const smallWord = 48
 
 // encodeWord appends the tokens of one pre-token word (raw bytes) to out.
@@ -68,7 +73,7 @@ func (m *bpeModel) encodeWord(out []int32, word string) []int32 {
 	if len(word) <= smallWord {
 		return m.encodeSmall(out, word)
 	}
-	return m.encodeHeap(out, word)
+	return m.encodeLong(out, word)
 }
 
 func (m *bpeModel) encodeSmall(out []int32, word string) []int32 {
@@ -120,58 +125,57 @@ func (m *bpeModel) encodeSmall(out []int32, word string) []int32 {
 	return out
 }
 
+// bpeSym is a symbol of encodeLong, at the index of its first byte.
 type bpeSym struct {
-	id         int32
-	prev, next int32
+	id         int32 // -1 for a byte the vocab lacks
+	prev, next int32 // neighbouring symbols, -1 at the ends
 }
 
-type bpeCand struct {
-	rank        int32
-	left, right int32 // symbol indices
-	lid, rid    int32 // their tokens when the candidate was made
-	id          int32 // merged token
+// pairRank is the queue key of merging tokens a and b: its rank.
+func (m *bpeModel) pairRank(a, b int32) uint32 {
+	if a < 0 || b < 0 {
+		return noMerge
+	}
+	if mg, ok := m.merges[pairKey(a, b)]; ok {
+		return uint32(mg.rank)
+	}
+	return noMerge
 }
 
-func (a bpeCand) before(b bpeCand) bool {
-	return a.rank < b.rank || (a.rank == b.rank && a.left < b.left)
-}
-
-func (m *bpeModel) encodeHeap(out []int32, word string) []int32 {
+// encodeLong merges like encodeSmall (lowest rank first, leftmost on ties)
+// with a mergeQueue over the symbols.
+func (m *bpeModel) encodeLong(out []int32, word string) []int32 {
 	n := len(word)
 	syms := make([]bpeSym, n)
 	for i := range syms {
 		syms[i] = bpeSym{id: m.byteTok[word[i]], prev: int32(i - 1), next: int32(i + 1)}
 	}
 	syms[n-1].next = -1
-	var h mergeHeap[bpeCand]
-	push := func(l, r int32) {
-		if l < 0 || r < 0 || syms[l].id < 0 || syms[r].id < 0 {
-			return
-		}
-		mg, ok := m.merges[pairKey(syms[l].id, syms[r].id)]
-		if !ok {
-			return
-		}
-		h.push(bpeCand{rank: mg.rank, left: l, right: r, lid: syms[l].id, rid: syms[r].id, id: mg.id})
-	}
+	keys := make([]uint32, n)
 	for i := 0; i+1 < n; i++ {
-		push(int32(i), int32(i+1))
+		keys[i] = m.pairRank(syms[i].id, syms[i+1].id)
 	}
-	const dead = -2
-	for len(h) > 0 {
-		c := h.pop()
-		l, r := &syms[c.left], &syms[c.right]
-		if l.id == dead || r.id == dead || l.next != c.right || l.id != c.lid || r.id != c.rid {
-			continue // stale
+	keys[n-1] = noMerge
+	q := newMergeQueue(keys)
+	for {
+		l := q.best()
+		if l < 0 {
+			break
 		}
-		l.id = c.id
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = c.left
+		s := &syms[l]
+		r := s.next
+		s.id = m.byRank[keys[l]]
+		s.next = syms[r].next
+		q.set(int(r), noMerge)
+		if s.next >= 0 {
+			syms[s.next].prev = int32(l)
+			q.set(l, m.pairRank(s.id, syms[s.next].id))
+		} else {
+			q.set(l, noMerge)
 		}
-		r.id = dead
-		push(l.prev, c.left)
-		push(c.left, l.next)
+		if s.prev >= 0 {
+			q.set(int(s.prev), m.pairRank(syms[s.prev].id, s.id))
+		}
 	}
 	for i := int32(0); i >= 0; i = syms[i].next {
 		if id := syms[i].id; id >= 0 {

@@ -85,8 +85,9 @@ func TestByteLevelVocab(t *testing.T) {
 	}
 }
 
-// TestBPEPaths checks that the scan used for short words and the heap used
-// for long ones merge alike, on every word of the Qwen reference texts.
+// TestBPEPaths checks that the scan used for short words, the mergeQueue
+// used for long ones and the heap they replaced (encodeHeapReference) merge
+// alike, on every word of the Qwen reference texts.
 func TestBPEPaths(t *testing.T) {
 	tok := qwenTokenizer(t)
 	words := 0
@@ -96,14 +97,15 @@ func TestBPEPaths(t *testing.T) {
 			end := tok.pre.nextWord(s, pos)
 			w := s[pos:end]
 			pos = end
-			if len(w) > smallWord {
-				continue
-			}
 			words++
-			small := tok.bpe.encodeSmall(nil, w)
-			heap := tok.bpe.encodeHeap(nil, w)
-			if !slices.Equal(small, heap) {
-				t.Fatalf("%q: scan %v, heap %v", w, small, heap)
+			long := tok.bpe.encodeLong(nil, w)
+			if ref := tok.bpe.encodeHeapReference(nil, w); !slices.Equal(long, ref) {
+				t.Fatalf("%q: queue %v, heap %v", w, long, ref)
+			}
+			if len(w) <= smallWord {
+				if small := tok.bpe.encodeSmall(nil, w); !slices.Equal(small, long) {
+					t.Fatalf("%q: scan %v, queue %v", w, small, long)
+				}
 			}
 		}
 	}

@@ -15,6 +15,12 @@
 //     of the pre-tokenizer regex, mapped through GPT-2's byte-to-unicode table
 //     and merged by rank. Merge results are cached per pre-token word.
 //
+// Both models merge with a mergeQueue (lowest key first, leftmost on ties,
+// the pair a rescan of every pair would pick), so a word of n bytes costs
+// O(n log n) time and 16-20 bytes a byte of memory whatever it holds (for
+// llama, which has no pre-tokenizer, the word is the whole text between
+// special tokens): one 15 MiB word of one letter encodes in about a second.
+//
 // Added tokens (control and user-defined) are recognised in the input text
 // before anything else, leftmost-longest as Hugging Face does: user-defined
 // ones always (e.g. <think>, <tool_call>), control ones only when Encode is

@@ -1,27 +1,41 @@
 package tokenizer
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 // SentencePiece-style BPE with scores, as llama.cpp's llm_tokenizer_spm:
 // the fragment's UTF-8 characters are the first symbols; the adjacent pair
 // whose concatenation is a token with the highest score is merged first (ties
-// to the leftmost), until no adjacent pair forms a token. A final symbol that
-// is not a token (a character outside the vocabulary) becomes byte tokens.
+// to the leftmost, picked by a mergeQueue), until no adjacent pair forms a
+// token. A final symbol that is not a token (a character outside the
+// vocabulary) becomes byte tokens. There is no pre-tokenizer, so a whole
+// fragment (the text between special tokens) is one word here.
 
 type spmSym struct {
 	off, n     int32 // bytes of the escaped text
 	prev, next int32
 }
 
-type spmCand struct {
-	score       float32
-	left, right int32
-	size        int32
-}
-
-// before orders the queue: highest score first, then leftmost.
-func (a spmCand) before(b spmCand) bool {
-	return a.score > b.score || (a.score == b.score && a.left < b.left)
+// spmKey is the mergeQueue key of a token score: lower for a higher score.
+// -0 keys as +0, so that scores equal as floats tie (and go to the leftmost
+// pair) as in llama.cpp's comparison; NaN, which no real vocab has and
+// which llama.cpp's queue orders arbitrarily, keys as -Inf.
+func spmKey(score float32) uint32 {
+	switch {
+	case score == 0:
+		score = 0
+	case score != score:
+		score = float32(math.Inf(-1))
+	}
+	u := math.Float32bits(score)
+	if u&(1<<31) != 0 {
+		u = ^u // negative: a larger magnitude is a lower score
+	} else {
+		u |= 1 << 31
+	}
+	return ^u // u grows with the score; never noMerge, as u is never 0
 }
 
 // utf8Len is llama.cpp's unicode_len_utf8: the length a lead byte announces.
@@ -45,7 +59,11 @@ func (t *Tokenizer) encodeSPM(out []int32, frag string, prefixSpace bool) []int3
 	if text == "" {
 		return out
 	}
-	var syms []spmSym
+	chars := 0
+	for off := 0; off < len(text); off += utf8Len(text[off]) {
+		chars++
+	}
+	syms := make([]spmSym, 0, chars)
 	for off := 0; off < len(text); {
 		n := min(utf8Len(text[off]), len(text)-off)
 		i := int32(len(syms))
@@ -54,36 +72,41 @@ func (t *Tokenizer) encodeSPM(out []int32, frag string, prefixSpace bool) []int3
 	}
 	syms[len(syms)-1].next = -1
 
-	var h mergeHeap[spmCand]
-	push := func(l, r int32) {
-		if l < 0 || r < 0 {
-			return
+	// The key of merging symbol l with the next: the score of their
+	// concatenation, when that is a token.
+	keyAt := func(l int32) uint32 {
+		a := syms[l]
+		if a.next < 0 {
+			return noMerge
 		}
-		a, b := syms[l], syms[r]
-		id, ok := t.toID[text[a.off:a.off+a.n+b.n]]
+		id, ok := t.toID[text[a.off:a.off+a.n+syms[a.next].n]]
 		if !ok {
-			return
+			return noMerge
 		}
-		h.push(spmCand{score: t.vocab.Scores[id], left: l, right: r, size: a.n + b.n})
+		return spmKey(t.vocab.Scores[id])
 	}
-	for i := 1; i < len(syms); i++ {
-		push(int32(i-1), int32(i))
+	keys := make([]uint32, len(syms))
+	for i := range syms {
+		keys[i] = keyAt(int32(i))
 	}
-	for len(h) > 0 {
-		c := h.pop()
-		l, r := &syms[c.left], &syms[c.right]
-		// Skip a pair one of whose symbols has since been merged.
-		if l.n == 0 || r.n == 0 || l.n+r.n != c.size {
-			continue
+	q := newMergeQueue(keys)
+	for {
+		l := q.best()
+		if l < 0 {
+			break
 		}
-		l.n += r.n
-		r.n = 0
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = c.left
+		s := &syms[l]
+		r := s.next
+		s.n += syms[r].n
+		s.next = syms[r].next
+		if s.next >= 0 {
+			syms[s.next].prev = int32(l)
 		}
-		push(l.prev, c.left)
-		push(c.left, l.next)
+		q.set(int(r), noMerge)
+		q.set(l, keyAt(int32(l)))
+		if s.prev >= 0 {
+			q.set(int(s.prev), keyAt(s.prev))
+		}
 	}
 	for i := int32(0); i >= 0; i = syms[i].next {
 		s := syms[i]
