@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"container/list"
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -20,14 +22,23 @@ var ErrStop = errors.New("stop")
 
 // Scheduler puts one engine worker behind a bounded FIFO queue: requests run
 // one at a time, in arrival order; when the queue is full, Submit fails at
-// once with ErrQueueFull rather than letting clients wait without bound.
+// once with ErrQueueFull rather than letting clients wait without bound. A
+// request whose client leaves while it waits (its context ends) leaves the
+// queue at once, freeing its place.
 type Scheduler struct {
 	eng      *Engine
-	queue    chan *job
+	depth    int
+	ready    chan struct{} // a job was queued (buffered: one wake-up waits)
 	done     chan struct{}
 	running  atomic.Int32
-	waiting  atomic.Int32
 	lastBeat atomic.Int64 // unix nanoseconds of the worker's last sign of life
+
+	mu      sync.Mutex
+	queue   list.List // of *job, oldest first
+	stopped bool      // Run has ended: Submit refuses
+	// observe, when set (tests, before Run), is called with mu held after
+	// every change of the queue.
+	observe func()
 }
 
 type job struct {
@@ -35,6 +46,7 @@ type job struct {
 	req  Request
 	emit func(Token) error
 	res  chan jobResult
+	elem *list.Element // in the queue; nil once the worker took it or it left
 }
 
 type jobResult struct {
@@ -45,8 +57,7 @@ type jobResult struct {
 // NewScheduler returns a scheduler for e whose queue holds queueDepth
 // waiting requests (at least 1). Run must be called to start the worker.
 func NewScheduler(e *Engine, queueDepth int) *Scheduler {
-	queueDepth = max(queueDepth, 1)
-	s := &Scheduler{eng: e, queue: make(chan *job, queueDepth), done: make(chan struct{})}
+	s := &Scheduler{eng: e, depth: max(queueDepth, 1), ready: make(chan struct{}, 1), done: make(chan struct{})}
 	s.lastBeat.Store(time.Now().UnixNano())
 	return s
 }
@@ -56,39 +67,75 @@ func NewScheduler(e *Engine, queueDepth int) *Scheduler {
 // goroutine that runs it.
 func (s *Scheduler) Run(ctx context.Context) {
 	defer close(s.done)
+	defer s.stop()
 	beat := time.NewTicker(time.Second)
 	defer beat.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			for {
-				select {
-				case j := <-s.queue:
-					s.waiting.Add(-1)
-					j.res <- jobResult{err: ErrStopped}
-				default:
-					return
-				}
-			}
+			return
 		case <-beat.C:
 			s.lastBeat.Store(time.Now().UnixNano())
-		case j := <-s.queue:
-			s.waiting.Add(-1)
-			s.lastBeat.Store(time.Now().UnixNano())
-			if j.ctx.Err() != nil { // the client left while queued
-				j.res <- jobResult{err: j.ctx.Err()}
-				continue
+		case <-s.ready:
+			for ctx.Err() == nil {
+				j := s.next()
+				if j == nil {
+					break
+				}
+				s.run(j)
 			}
-			s.running.Add(1)
-			emit := func(t Token) error {
-				s.lastBeat.Store(time.Now().UnixNano())
-				return j.emit(t)
-			}
-			res, err := s.eng.Generate(j.ctx, j.req, emit)
-			s.running.Add(-1)
-			s.lastBeat.Store(time.Now().UnixNano())
-			j.res <- jobResult{res, err}
 		}
+	}
+}
+
+// next takes the oldest queued job, or returns nil.
+func (s *Scheduler) next() *job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.queue.Front()
+	if e == nil {
+		return nil
+	}
+	j := s.queue.Remove(e).(*job)
+	j.elem = nil
+	s.changed()
+	return j
+}
+
+func (s *Scheduler) run(j *job) {
+	s.lastBeat.Store(time.Now().UnixNano())
+	if j.ctx.Err() != nil { // the client left as the worker took it
+		j.res <- jobResult{err: j.ctx.Err()}
+		return
+	}
+	s.running.Add(1)
+	emit := func(t Token) error {
+		s.lastBeat.Store(time.Now().UnixNano())
+		return j.emit(t)
+	}
+	res, err := s.eng.Generate(j.ctx, j.req, emit)
+	s.running.Add(-1)
+	s.lastBeat.Store(time.Now().UnixNano())
+	j.res <- jobResult{res, err}
+}
+
+// stop refuses new jobs and fails the queued ones with ErrStopped.
+func (s *Scheduler) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	for s.queue.Len() > 0 {
+		j := s.queue.Remove(s.queue.Front()).(*job)
+		j.elem = nil
+		j.res <- jobResult{err: ErrStopped}
+	}
+	s.changed()
+}
+
+// changed reports a change of the queue to observe. Called with mu held.
+func (s *Scheduler) changed() {
+	if s.observe != nil {
+		s.observe()
 	}
 }
 
@@ -96,33 +143,48 @@ func (s *Scheduler) Run(ctx context.Context) {
 func (s *Scheduler) Done() <-chan struct{} { return s.done }
 
 // Submit queues req and waits for its result; emit is called from the
-// worker goroutine for every output token. Cancelling ctx stops the
-// generation within one decode step.
+// worker goroutine for every output token. Cancelling ctx takes a waiting
+// request out of the queue at once and stops a running generation within
+// one decode step.
 func (s *Scheduler) Submit(ctx context.Context, req Request, emit func(Token) error) (Result, error) {
-	j := &job{ctx: ctx, req: req, emit: emit, res: make(chan jobResult, 1)}
-	select {
-	case <-s.done:
-		return Result{}, ErrStopped
-	default:
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
 	}
-	s.waiting.Add(1)
-	select {
-	case s.queue <- j:
-	default:
-		s.waiting.Add(-1)
+	j := &job{ctx: ctx, req: req, emit: emit, res: make(chan jobResult, 1)}
+	s.mu.Lock()
+	switch {
+	case s.stopped:
+		s.mu.Unlock()
+		return Result{}, ErrStopped
+	case s.queue.Len() >= s.depth:
+		s.mu.Unlock()
 		return Result{}, ErrQueueFull
+	}
+	j.elem = s.queue.PushBack(j)
+	s.changed()
+	s.mu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default: // a wake-up is pending already
 	}
 	select {
 	case r := <-j.res:
 		return r.res, r.err
-	case <-s.done:
-		// The worker stopped; it answers every job it took or drained.
-		select {
-		case r := <-j.res:
-			return r.res, r.err
-		default:
-			return Result{}, ErrStopped
+	case <-ctx.Done():
+		s.mu.Lock()
+		queued := j.elem != nil
+		if queued {
+			s.queue.Remove(j.elem)
+			j.elem = nil
+			s.changed()
 		}
+		s.mu.Unlock()
+		if queued {
+			return Result{}, ctx.Err()
+		}
+		// The worker took it (and stops it within a step) or Run failed it.
+		r := <-j.res
+		return r.res, r.err
 	}
 }
 
@@ -130,7 +192,11 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, emit func(Token) er
 func (s *Scheduler) Running() int { return int(s.running.Load()) }
 
 // Waiting is the number of requests queued behind the running one.
-func (s *Scheduler) Waiting() int { return int(s.waiting.Load()) }
+func (s *Scheduler) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queue.Len()
+}
 
 // LastBeat is when the worker last showed it was alive (idle ticks, each
 // prefill chunk and decode step, request boundaries): a systemd watchdog

@@ -66,8 +66,17 @@ type Stats struct {
 	SkippedRecords  int64   // damaged, truncated or inconsistent records dropped
 	SkippedSegments int     // segments of another fingerprint or with a bad header
 	QueuedWrites    int     // publishes waiting for the writer
-	DroppedWrites   int64   // publishes not written to disk: the writer's queue was full
-	WriteErrors     int64
+	// DroppedWrites counts the publishes not written to disk: the writer's
+	// queue was full, the snapshot was too large for the disk budget, or
+	// writing it failed (a full disk).
+	DroppedWrites int64
+	WriteErrors   int64 // failed writes (a publish, a page copied forward)
+	// PersistFailing: the latest write to disk failed (the next one that
+	// succeeds clears it). PersistError is the last failure's error and
+	// PersistErrorAt when it happened; both stay after a recovery.
+	PersistFailing bool
+	PersistError   string
+	PersistErrorAt time.Time
 }
 
 // Options configure a cache.

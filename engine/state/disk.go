@@ -3,8 +3,10 @@ package state
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -35,6 +37,7 @@ type disk struct {
 	fp       string
 	max      int64
 	segBytes int64 // a segment is closed once it reaches this size
+	hdrBytes int64 // of a segment header: a segment this size holds no record
 	// refreshEvery spaces the rewrites of a snapshot in use (tests set 0).
 	refreshEvery time.Duration
 	log          zerolog.Logger
@@ -73,6 +76,7 @@ type segment struct {
 	id      int
 	size    int64
 	foreign bool // another fingerprint, or a header that cannot be read
+	empty   bool // found at Open holding no record; deleted once the scan is over
 }
 
 // diskSnap is a snapshot record in the index.
@@ -118,6 +122,7 @@ func openDisk(c *Cache, opt Options) (*disk, error) {
 		pages: map[Hash]diskLoc{}, groups: map[Hash][]*diskSnap{},
 	}
 	d.segBytes = min(max(d.max/8, 64<<10), 1<<30)
+	d.hdrBytes = int64(len(appendSegHeader(nil, d.fp)))
 	d.refreshEvery = refreshEvery
 	d.maxQueued = max(opt.MaxBytes/4, 64<<20)
 	d.nextID = 1
@@ -148,6 +153,11 @@ func (d *disk) run() {
 	defer close(d.done)
 	restored := d.restored
 	canEvict := false
+	scanned := func() {
+		restored, canEvict = nil, true
+		d.dropEmpty()
+		d.evict()
+	}
 	// Records reach the OS at once (a killed process loses nothing it
 	// wrote); fsync, against power loss, is batched: at most syncDelay
 	// after a write, and whenever syncBytes are waiting.
@@ -155,15 +165,18 @@ func (d *disk) run() {
 	for {
 		select {
 		case <-restored:
-			restored, canEvict = nil, true
-			d.evict()
+			scanned()
 		case j, ok := <-d.queue:
 			if !ok {
-				d.sync()
-				if d.cur != nil {
-					d.cur.Close()
-				}
+				d.closeSegment()
 				return
+			}
+			// A job that waited with the end of the scan sees its cleanup
+			// (a flush after WaitRestored finds it done).
+			select {
+			case <-restored:
+				scanned()
+			default:
 			}
 			switch {
 			case j.clear != nil:
@@ -250,6 +263,17 @@ func (d *disk) restore(ids []int) {
 			}
 		})
 		switch {
+		case errors.Is(err, errTornHeader) || err == nil && st.records == 0 && st.damaged == 0 && st.truncated == 0:
+			// Nothing to read and nothing to warn about: a segment whose
+			// creation or first write failed. The writer deletes it.
+			d.c.mu.Lock()
+			for _, s := range d.segs {
+				if s.id == id {
+					s.empty = true
+				}
+			}
+			d.c.mu.Unlock()
+			continue
 		case err != nil && fp == "":
 			d.log.Warn().Err(err).Str("segment", d.path(id)).Msg("prefix cache: unreadable segment skipped")
 			d.countSkippedSegment()
@@ -481,6 +505,8 @@ func (d *disk) enqueue(j writeJob) {
 }
 
 // write appends the pages of j not on disk yet, then the snapshot record.
+// A write that fails drops the publish (the pages written before stay
+// indexed: they are whole records).
 func (d *disk) write(j writeJob) {
 	d.c.mu.Lock()
 	var key Hash
@@ -506,13 +532,13 @@ func (d *disk) write(j writeJob) {
 			return model.AppendKVRows(append(b, h[:]...), j.snap.KV[i])
 		})
 		if err != nil {
-			d.writeFailed(err)
+			d.dropWrite(err)
 			return
 		}
 		buf = rec
 		loc, err := d.append(rec)
 		if err != nil {
-			d.writeFailed(err)
+			d.dropWrite(err)
 			return
 		}
 		d.c.mu.Lock()
@@ -523,12 +549,12 @@ func (d *disk) write(j writeJob) {
 		return appendSnapPayload(b, j.snap.Len, j.pages, j.tail, j.snap)
 	})
 	if err != nil {
-		d.writeFailed(err)
+		d.dropWrite(err)
 		return
 	}
 	loc, err := d.append(rec)
 	if err != nil {
-		d.writeFailed(err)
+		d.dropWrite(err)
 		return
 	}
 	s := &diskSnap{loc: loc, pos: j.snap.Len, pages: j.pages, tail: j.tail}
@@ -543,20 +569,35 @@ func (d *disk) write(j writeJob) {
 	d.c.mu.Unlock()
 }
 
+// dropWrite counts a publish that failed to reach the disk.
+func (d *disk) dropWrite(err error) {
+	d.c.mu.Lock()
+	d.st.DroppedWrites++
+	d.c.mu.Unlock()
+	d.writeFailed(err)
+}
+
+// writeFailed records a failed write. It logs the first failure after a
+// success and every hundredth, so a full disk does not flood the log.
 func (d *disk) writeFailed(err error) {
 	d.c.mu.Lock()
 	d.st.WriteErrors++
 	n := d.st.WriteErrors
+	first := !d.st.PersistFailing
+	d.st.PersistFailing = true
+	d.st.PersistError = err.Error()
+	d.st.PersistErrorAt = time.Now()
 	d.c.mu.Unlock()
-	if n == 1 || n%100 == 0 {
-		d.log.Error().Err(err).Int64("errors", n).Msg("prefix cache: write failed")
+	if first || n%100 == 0 {
+		d.log.Error().Err(err).Int64("errors", n).Msg("prefix cache: write failed; publishes are not persisted until writes succeed again")
 	}
-	// Start a fresh segment: the failed one may end in a torn record.
-	d.closeSegment()
 }
 
 // append writes one record to the current segment, starting one when
-// needed, and returns where it lies.
+// needed, and returns where it lies. A write that fails is cut off the
+// segment, which then takes the next record (the disk may have room
+// again); only when that fails too is the segment closed with its torn
+// tail, which a scan skips.
 func (d *disk) append(rec []byte) (diskLoc, error) {
 	if d.cur == nil || d.curSeg.size >= d.segBytes {
 		if err := d.startSegment(); err != nil {
@@ -565,53 +606,124 @@ func (d *disk) append(rec []byte) (diskLoc, error) {
 	}
 	loc := diskLoc{seg: d.curSeg.id, off: d.curSeg.size, size: int64(len(rec))}
 	n, err := d.cur.Write(rec)
-	d.c.mu.Lock()
-	d.curSeg.size += int64(n)
-	d.bytes += int64(n)
-	d.c.mu.Unlock()
-	d.unsynced = true
-	d.unsyncedBytes += int64(n)
 	if err != nil {
-		return diskLoc{}, fmt.Errorf("state: write %s: %w", d.cur.Name(), err)
+		err = fmt.Errorf("state: segment: %w", err) // err names the file
+		if n > 0 {
+			if terr := d.cur.Truncate(loc.off); terr != nil {
+				d.grow(int64(n))
+				d.closeSegment()
+			} else if _, serr := d.cur.Seek(loc.off, io.SeekStart); serr != nil {
+				d.closeSegment()
+			}
+		}
+		return diskLoc{}, err
+	}
+	d.grow(int64(n))
+	d.c.mu.Lock()
+	recovered := d.st.PersistFailing
+	d.st.PersistFailing = false
+	d.c.mu.Unlock()
+	if recovered {
+		d.log.Info().Msg("prefix cache: writes succeed again")
 	}
 	return loc, nil
 }
 
+// grow counts n bytes written to the current segment.
+func (d *disk) grow(n int64) {
+	d.c.mu.Lock()
+	d.curSeg.size += n
+	d.bytes += n
+	d.c.mu.Unlock()
+	d.unsynced = true
+	d.unsyncedBytes += n
+}
+
+// startSegment closes the current segment and starts a new one. A segment
+// whose header cannot be written is deleted at once: it would hold nothing.
 func (d *disk) startSegment() error {
 	d.closeSegment()
 	id := d.nextID
-	d.nextID++
-	f, err := os.OpenFile(d.path(id), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	path := d.path(id)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
+		d.nextID++ // the name may be taken
 		return fmt.Errorf("state: new segment: %w", err)
 	}
-	hdr := appendSegHeader(nil, d.fp)
-	seg := &segment{id: id}
+	if _, err := f.Write(appendSegHeader(nil, d.fp)); err != nil {
+		f.Close()
+		if rerr := os.Remove(path); rerr != nil {
+			// Counted as a foreign segment, the first to go.
+			d.nextID++
+			d.log.Warn().Err(rerr).Msg("prefix cache: remove segment")
+			if fi, serr := os.Stat(path); serr == nil {
+				d.c.mu.Lock()
+				d.segs = append(d.segs, &segment{id: id, size: fi.Size(), foreign: true})
+				d.bytes += fi.Size()
+				d.c.mu.Unlock()
+			}
+		}
+		return fmt.Errorf("state: new segment: %w", err)
+	}
+	d.nextID++
+	seg := &segment{id: id, size: d.hdrBytes}
 	d.c.mu.Lock()
 	d.segs = append(d.segs, seg)
+	d.bytes += seg.size
 	d.c.mu.Unlock()
-	n, err := f.Write(hdr)
-	d.c.mu.Lock()
-	seg.size += int64(n)
-	d.bytes += int64(n)
-	d.c.mu.Unlock()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("state: write %s: %w", d.path(id), err)
-	}
 	d.cur, d.curSeg = f, seg
 	syncDir(d.dir)
 	return nil
 }
 
-// closeSegment syncs and closes the current segment (it stays in segs).
+// closeSegment syncs and closes the current segment. It stays in segs
+// unless it holds no record: then it is deleted.
 func (d *disk) closeSegment() {
 	if d.cur == nil {
 		return
 	}
 	d.sync()
 	d.cur.Close()
+	seg := d.curSeg
 	d.cur, d.curSeg = nil, nil
+	if seg.size <= d.hdrBytes {
+		d.remove([]*segment{seg})
+	}
+}
+
+// remove deletes segments that no index entry refers to.
+func (d *disk) remove(segs []*segment) {
+	d.c.mu.Lock()
+	for _, seg := range segs {
+		if i := slices.Index(d.segs, seg); i >= 0 {
+			d.segs = slices.Delete(d.segs, i, i+1)
+			d.bytes -= seg.size
+		}
+	}
+	d.c.mu.Unlock()
+	for _, seg := range segs {
+		if err := os.Remove(d.path(seg.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.log.Warn().Err(err).Msg("prefix cache: remove segment")
+		}
+	}
+	syncDir(d.dir)
+}
+
+// dropEmpty deletes the segments the scan found holding no record.
+func (d *disk) dropEmpty() {
+	d.c.mu.Lock()
+	var empty []*segment
+	for _, s := range d.segs {
+		if s.empty {
+			empty = append(empty, s)
+		}
+	}
+	d.c.mu.Unlock()
+	if len(empty) == 0 {
+		return
+	}
+	d.remove(empty)
+	d.log.Info().Int("segments", len(empty)).Msg("prefix cache: removed segment files that held no record (a full disk or an interrupted write left them)")
 }
 
 func (d *disk) sync() {
@@ -650,7 +762,8 @@ func (d *disk) evict() {
 		}
 		d.c.mu.Unlock()
 		if d.curSeg == victim {
-			d.closeSegment()
+			d.closeSegment() // deletes it when it holds no record
+			continue
 		}
 		d.dropSegment(victim)
 	}
@@ -835,6 +948,9 @@ func (d *disk) stats(s *Stats) {
 	s.QueuedWrites = len(d.queue)
 	s.DroppedWrites = d.st.DroppedWrites
 	s.WriteErrors = d.st.WriteErrors
+	s.PersistFailing = d.st.PersistFailing
+	s.PersistError = d.st.PersistError
+	s.PersistErrorAt = d.st.PersistErrorAt
 }
 
 // loadPlan is what Lookup reads from disk: a snapshot record and the pages

@@ -23,7 +23,12 @@
 // reads it back (and keeps it in memory). At Open the files are scanned in
 // the background and their snapshots become visible as each segment is
 // read; a damaged record, a truncated tail or a segment of another
-// fingerprint is skipped with a log line and never used. The disk budget is
+// fingerprint is skipped with a log line and never used. A write that fails
+// (a full disk) is cut back off its segment, or the segment it was starting
+// is deleted, so the files hold only whole records; the publish is counted
+// as a dropped write and Stats says persistence is failing until a write
+// succeeds again. Segment files holding no record (an older build left them
+// on a full disk) are deleted after the scan. The disk budget is
 // kept by deleting whole segments, other fingerprints' first and then the
 // oldest, after copying forward the pages newer snapshots still need;
 // snapshots that lookups keep using are rewritten before their segment

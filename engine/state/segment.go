@@ -2,6 +2,7 @@ package state
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,11 +95,20 @@ func appendSegHeader(dst []byte, fingerprint string) []byte {
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 
+// errTornHeader: the file ends inside what can be the start of a segment
+// header (an empty file among them): a segment whose creation was cut
+// short, by a full disk or a kill. It holds no record.
+var errTornHeader = errors.New("cut short")
+
 // readSegHeader reads a segment header and returns its fingerprint and
 // length in bytes.
 func readSegHeader(r io.Reader) (fp string, n int64, err error) {
 	var h [16]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
+	if n, err := io.ReadFull(r, h[:]); err != nil {
+		start := binary.LittleEndian.AppendUint32([]byte(segMagic), formatVersion)
+		if isEOF(err) && bytes.HasPrefix(start, h[:min(n, len(start))]) {
+			return "", 0, fmt.Errorf("header: %w after %d bytes", errTornHeader, n)
+		}
 		return "", 0, fmt.Errorf("header: %w", err)
 	}
 	if string(h[:8]) != segMagic {
@@ -112,7 +122,10 @@ func readSegHeader(r io.Reader) (fp string, n int64, err error) {
 		return "", 0, fmt.Errorf("header: fingerprint of %d bytes", fl)
 	}
 	rest := make([]byte, fl+4)
-	if _, err := io.ReadFull(r, rest); err != nil {
+	if n, err := io.ReadFull(r, rest); err != nil {
+		if isEOF(err) {
+			return "", 0, fmt.Errorf("header: %w after %d bytes", errTornHeader, len(h)+n)
+		}
 		return "", 0, fmt.Errorf("header: %w", err)
 	}
 	crc := crc32.Update(crc32.Checksum(h[:], castagnoli), castagnoli, rest[:fl])
@@ -120,6 +133,10 @@ func readSegHeader(r io.Reader) (fp string, n int64, err error) {
 		return "", 0, errors.New("header: checksum mismatch")
 	}
 	return string(rest[:fl]), int64(16 + fl + 4), nil
+}
+
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // appendRecord appends a record of type typ whose payload the caller
