@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/web"
 )
 
 // DefaultConfigPath is where the packaged config file lives (a conffile).
@@ -85,12 +86,25 @@ type PowerConfig struct {
 
 // APIConfig shapes the HTTP API.
 type APIConfig struct {
-	Key            string   `yaml:"key"` // bearer token; "" means no authentication
+	Key string `yaml:"key"` // bearer token; "" means no authentication
+	// Public opens route groups without Key: metrics (/metrics), status
+	// (the status page, its static files, /status.json).
+	Public         []string `yaml:"public"`
 	QueueDepth     int      `yaml:"queue_depth"`
 	MaxBodyBytes   Size     `yaml:"max_body_bytes"`
+	BodyTimeout    Duration `yaml:"body_timeout"`   // to send a request body, after its headers
+	UploadTimeout  Duration `yaml:"upload_timeout"` // the same for a bundle sent to /admin/update
 	RequestTimeout Duration `yaml:"request_timeout"`
 	DrainTimeout   Duration `yaml:"drain_timeout"` // on stop: how long in-flight requests may finish
+	// MaxConnections caps the open connections in all, and
+	// MaxConnectionsPerClient those from one IP address; more are refused
+	// with a 503 at once.
+	MaxConnections          int `yaml:"max_connections"`
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
 }
+
+// publicRoutes are the values api.public takes.
+var publicRoutes = []string{web.PublicMetrics, web.PublicStatus}
 
 // UpdateConfig says where signed model bundles are installed (package
 // update) and which keys may sign them.
@@ -124,10 +138,15 @@ func DefaultConfig() Config {
 		Draft: DraftConfig{Mode: "off", Steps: 8, TopK: 2, VerifyNodes: 16, Drafters: []string{"mtp", "suffix"}},
 		Power: PowerConfig{Pin: "MAXN", CheckInterval: Duration(30 * time.Second), Repin: true},
 		API: APIConfig{
-			QueueDepth:     16,
-			MaxBodyBytes:   16 * MiB,
-			RequestTimeout: Duration(10 * time.Minute),
-			DrainTimeout:   Duration(30 * time.Second),
+			Public:                  []string{},
+			QueueDepth:              16,
+			MaxBodyBytes:            16 * MiB,
+			BodyTimeout:             Duration(30 * time.Second),
+			UploadTimeout:           Duration(10 * time.Minute),
+			RequestTimeout:          Duration(10 * time.Minute),
+			DrainTimeout:            Duration(30 * time.Second),
+			MaxConnections:          256,
+			MaxConnectionsPerClient: 64,
 		},
 		Update: UpdateConfig{StateDir: "/var/lib/edgellmd", TrustedDir: "/etc/edgellmd/trusted.d", Keep: 3},
 		Log:    LogConfig{Level: "info", Format: LogAuto},
@@ -233,6 +252,9 @@ func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
 	d.errs = append(d.errs, &ConfigError{File: d.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
 
+// listExamples are the values a list key's error message shows.
+var listExamples = map[string][]string{"draft.drafters": {"mtp", "suffix"}, "api.public": publicRoutes}
+
 var (
 	sizeType     = reflect.TypeFor[Size]()
 	durationType = reflect.TypeFor[Duration]()
@@ -308,7 +330,7 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 		}
 	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
 		if n.Kind != yaml.SequenceNode {
-			d.fail(n, path, "want a list, e.g. [mtp, suffix]")
+			d.fail(n, path, "want a list, e.g. [%s]", strings.Join(listExamples[path], ", "))
 			return
 		}
 		out := make([]string, 0, len(n.Content))
@@ -447,7 +469,11 @@ func editDistance(a, b string) int {
 func (c *Config) validate(file string, lines map[string]int) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &ConfigError{File: file, Line: lines[key], Key: key, Msg: fmt.Sprintf(format, args...)})
+		line := lines[key]
+		if base, _, ok := strings.Cut(key, "["); ok && line == 0 {
+			line = lines[base] // a list item: the list's line
+		}
+		errs = append(errs, &ConfigError{File: file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	atLeast := func(key string, v, lo int) {
 		if v < lo {
@@ -527,11 +553,28 @@ func (c *Config) validate(file string, lines map[string]int) error {
 	if c.API.MaxBodyBytes < KiB {
 		bad("api.max_body_bytes", "must be at least 1KiB, got %s", c.API.MaxBodyBytes)
 	}
-	if c.API.RequestTimeout <= 0 {
-		bad("api.request_timeout", "must be a positive duration, got %s", c.API.RequestTimeout)
+	for i, p := range c.API.Public {
+		key := fmt.Sprintf("api.public[%d]", i)
+		if !slices.Contains(publicRoutes, p) {
+			bad(key, "%q is not one of %s (metrics: /metrics; status: the status page, /static/ and /status.json)", p, strings.Join(publicRoutes, ", "))
+		} else if slices.Index(c.API.Public, p) < i {
+			bad(key, "%q is listed twice", p)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"api.body_timeout", c.API.BodyTimeout}, {"api.upload_timeout", c.API.UploadTimeout}, {"api.request_timeout", c.API.RequestTimeout}} {
+		if d.v <= 0 {
+			bad(d.key, "must be a positive duration, got %s", d.v)
+		}
 	}
 	if c.API.DrainTimeout < 0 {
 		bad("api.drain_timeout", "must be >= 0, got %s", c.API.DrainTimeout)
+	}
+	between("api.max_connections", c.API.MaxConnections, 1, 1<<20)
+	if n := c.API.MaxConnectionsPerClient; n < 1 || n > max(c.API.MaxConnections, 1) {
+		bad("api.max_connections_per_client", "must be between 1 and api.max_connections (%d), got %d", c.API.MaxConnections, n)
 	}
 
 	if c.Update.StateDir == "" {

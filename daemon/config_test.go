@@ -85,10 +85,15 @@ power:
   repin: false
 api:
   key: s3cret-token
+  public: [metrics]
   queue_depth: 4
   max_body_bytes: 1.5MiB
+  body_timeout: 5s
+  upload_timeout: 30m
   request_timeout: 2m
   drain_timeout: 0s
+  max_connections: 32
+  max_connections_per_client: 8
 update:
   state_dir: /srv/edgellmd
   trusted_dir: /srv/keys
@@ -103,8 +108,9 @@ log:
 		Cache:  CacheConfig{Dir: "/srv/cache", MaxBytes: 12 * GiB, MaxDiskBytes: 100_000_000_000, Persist: false},
 		Draft:  DraftConfig{Mode: "tree", Steps: 6, TopK: 8, VerifyNodes: 32, Drafters: []string{"suffix"}},
 		Power:  PowerConfig{Pin: "MAXN_SUPER", JetsonClocks: true, CheckInterval: Duration(90 * time.Second), Repin: false},
-		API: APIConfig{Key: "s3cret-token", QueueDepth: 4, MaxBodyBytes: 3 * MiB / 2,
-			RequestTimeout: Duration(2 * time.Minute), DrainTimeout: 0},
+		API: APIConfig{Key: "s3cret-token", Public: []string{"metrics"}, QueueDepth: 4, MaxBodyBytes: 3 * MiB / 2,
+			BodyTimeout: Duration(5 * time.Second), UploadTimeout: Duration(30 * time.Minute),
+			RequestTimeout: Duration(2 * time.Minute), DrainTimeout: 0, MaxConnections: 32, MaxConnectionsPerClient: 8},
 		Update: UpdateConfig{StateDir: "/srv/edgellmd", TrustedDir: "/srv/keys", Keep: 5},
 		Log:    LogConfig{Level: "debug", Format: LogJSON},
 	}
@@ -184,6 +190,14 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"max body tiny", "api:\n  max_body_bytes: 10\n", []string{"api.max_body_bytes: must be at least 1KiB, got 10"}},
 		{"request timeout zero", "api:\n  request_timeout: 0s\n", []string{"api.request_timeout: must be a positive duration, got 0s"}},
 		{"drain negative", "api:\n  drain_timeout: -1s\n", []string{"api.drain_timeout: must be >= 0, got -1s"}},
+		{"body timeout zero", "api:\n  body_timeout: 0s\n", []string{"b.yaml:2: api.body_timeout: must be a positive duration, got 0s"}},
+		{"upload timeout negative", "api:\n  upload_timeout: -1m\n", []string{"api.upload_timeout: must be a positive duration, got -1m0s"}},
+		{"public unknown", "api:\n  key: k\n  public: [metrics, admin]\n", []string{`b.yaml:3: api.public[1]: "admin" is not one of metrics, status`}},
+		{"public twice", "api:\n  key: k\n  public: [status, status]\n", []string{`api.public[1]: "status" is listed twice`}},
+		{"public not a list", "api:\n  public: status\n", []string{"b.yaml:2: api.public: want a list, e.g. [metrics, status]"}},
+		{"connections zero", "api:\n  max_connections: 0\n", []string{"api.max_connections: must be between 1 and 1048576, got 0"}},
+		{"per client over total", "api:\n  max_connections: 10\n  max_connections_per_client: 11\n",
+			[]string{"b.yaml:3: api.max_connections_per_client: must be between 1 and api.max_connections (10), got 11"}},
 		{"log level", "log:\n  level: loud\n", []string{`b.yaml:2: log.level: "loud" is not one of trace, debug, info, warn, error`}},
 		{"log format", "log:\n  format: xml\n", []string{`log.format: "xml" is not one of auto, json, console`}},
 	}

@@ -203,6 +203,11 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 	if err != nil {
 		return err
 	}
+	// One count over every listener: a client past a cap gets a 503 at once.
+	limit := web.NewConnLimit(cfg.API.MaxConnections, cfg.API.MaxConnectionsPerClient)
+	for i := range lns {
+		lns[i] = limit.Listener(lns[i])
+	}
 	addrs := make([]string, len(lns))
 	for i, ln := range lns {
 		addrs[i] = "http://" + ln.Addr().String()
@@ -472,7 +477,10 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 		ModelPath:      path,
 		Template:       tpl,
 		APIKey:         cfg.API.Key,
+		Public:         cfg.API.Public,
 		MaxBodyBytes:   int64(cfg.API.MaxBodyBytes),
+		BodyTimeout:    cfg.API.BodyTimeout.D(),
+		UploadTimeout:  cfg.API.UploadTimeout.D(),
 		RequestTimeout: cfg.API.RequestTimeout.D(),
 		Log:            d.log,
 		// Requests that passed serveHTTP's gate before a stop began are
@@ -541,7 +549,10 @@ type handlerOptions struct {
 	ModelPath      string
 	Template       *chat.Template
 	APIKey         string
+	Public         []string // api.public
 	MaxBodyBytes   int64
+	BodyTimeout    time.Duration
+	UploadTimeout  time.Duration
 	RequestTimeout time.Duration
 	Log            zerolog.Logger
 	Ready          func() bool

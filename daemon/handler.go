@@ -25,7 +25,9 @@ func newWebHandler(o handlerOptions) (http.Handler, error) {
 		ModelPath:      o.ModelPath,
 		Template:       o.Template,
 		APIKey:         o.APIKey,
+		Public:         o.Public,
 		MaxBodyBytes:   o.MaxBodyBytes,
+		BodyTimeout:    o.BodyTimeout,
 		RequestTimeout: o.RequestTimeout,
 		Log:            o.Log,
 		Ready:          o.Ready,
@@ -36,7 +38,7 @@ func newWebHandler(o handlerOptions) (http.Handler, error) {
 		return nil, err
 	}
 	if o.Updater != nil {
-		web.RegisterAdmin(srv.Router(), web.AdminOptions{APIKey: o.APIKey, Updater: o.Updater, Log: o.Log})
+		web.RegisterAdmin(srv.Router(), web.AdminOptions{APIKey: o.APIKey, Updater: o.Updater, UploadTimeout: o.UploadTimeout, Log: o.Log})
 	}
 	return srv, nil
 }

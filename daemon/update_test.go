@@ -182,6 +182,7 @@ func TestAdminUpdateSwapsTheServedModel(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodPost, addr+"/v1/completions", strings.NewReader(`{"model":"stories-v2","prompt":"Once upon a time","max_tokens":4}`))
 	req.Header.Set("Authorization", "Bearer secret")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("completion on the new model: %v %v", resp, err)

@@ -269,6 +269,7 @@ func TestHotReloadRunningDaemon(t *testing.T) {
 		id := fmt.Sprintf("step-%d", time.Now().UnixNano())
 		req, _ := http.NewRequest(http.MethodPost, addr+"/v1/completions",
 			strings.NewReader(`{"prompt":"Once upon a time","max_tokens":6,"temperature":0}`))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Request-ID", id)
 		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%s: request: %v %v", step, resp, err)

@@ -2,12 +2,12 @@ package web
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/rs/zerolog"
@@ -34,7 +34,12 @@ type AdminOptions struct {
 	// bound here: the signed manifest's sizes and the disk-space check
 	// bound what is written.
 	MaxBundleBytes int64
-	Log            zerolog.Logger
+	// UploadTimeout bounds reading a bundle, from the end of the request's
+	// headers (408 beyond, the update given up and its lock freed); <= 0
+	// means DefaultUploadTimeout. It replaces the server's body timeout
+	// once the key is checked.
+	UploadTimeout time.Duration
+	Log           zerolog.Logger
 }
 
 // RegisterAdmin mounts the admin routes on r: POST /admin/update takes a
@@ -43,16 +48,16 @@ type AdminOptions struct {
 // ?allow_downgrade=true installs an older version. The routes check the
 // API key themselves (Server.Router's routes get no key check).
 func RegisterAdmin(r *mux.Router, opt AdminOptions) {
-	a := &admin{opt: opt}
-	if opt.APIKey != "" {
-		a.keyHash = sha256.Sum256([]byte(opt.APIKey))
+	if opt.UploadTimeout <= 0 {
+		opt.UploadTimeout = DefaultUploadTimeout
 	}
+	a := &admin{opt: opt, key: newKeyCheck(opt.APIKey)}
 	r.Handle("/admin/update", a.auth(http.HandlerFunc(a.update))).Methods(http.MethodPost)
 }
 
 type admin struct {
-	opt     AdminOptions
-	keyHash [32]byte
+	opt AdminOptions
+	key keyCheck
 }
 
 func (a *admin) auth(h http.Handler) http.Handler {
@@ -62,7 +67,7 @@ func (a *admin) auth(h http.Handler) http.Handler {
 				Message: "admin routes need an API key: set api.key in the config file and send it as \"Authorization: Bearer KEY\""})
 		})
 	}
-	return bearerOnly(a.keyHash, h)
+	return bearerOnly(a.key, h)
 }
 
 // updateResponse is the answer of POST /admin/update: the result, and on
@@ -80,6 +85,7 @@ func (a *admin) update(w http.ResponseWriter, r *http.Request) {
 			Message: "this server does not take model updates"})
 		return
 	}
+	setBodyDeadline(w, r, a.opt.UploadTimeout, "api.upload_timeout")
 	allow := false
 	if v := r.URL.Query().Get("allow_downgrade"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -111,6 +117,7 @@ func (a *admin) update(w http.ResponseWriter, r *http.Request) {
 	if ae.retryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfterSeconds))
 	}
+	dropUnreadBody(w, r)
 	eb := ae.body().Error
 	writeJSON(w, ae.Status, updateResponse{Object: "admin.update", Result: res, Error: &eb})
 }
@@ -121,7 +128,10 @@ func updateError(ctx context.Context, err error) *apiError {
 		return &apiError{Status: status, Type: typ, Code: code, Message: err.Error()}
 	}
 	var mbe *http.MaxBytesError
+	var ae *apiError // the upload's read deadline: update wraps the body's errors
 	switch {
+	case errors.As(err, &ae):
+		return ae
 	case errors.As(err, &mbe):
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 			Message: fmt.Sprintf("bundle is larger than the server's limit of %d bytes", mbe.Limit)}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,13 +27,13 @@ import (
 type stateUpdater struct {
 	dir   string
 	keys  []update.TrustedKey
-	calls int
+	calls atomic.Int32
 	// read, when set, wraps the body (the streaming test watches it).
 	read func(io.Reader) io.Reader
 }
 
 func (u *stateUpdater) Apply(ctx context.Context, body io.Reader, allowDowngrade bool) (update.Result, error) {
-	u.calls++
+	u.calls.Add(1)
 	if u.read != nil {
 		body = u.read(body)
 	}
@@ -125,8 +126,8 @@ func TestAdminUpdateNeedsAPIKey(t *testing.T) {
 	f := newAdminFixture(t, "")
 	a := postBundle(t, f.url+"/admin/update", "anything", bytes.NewReader(f.pack("1.0.0", "ok")))
 	if a.Status != http.StatusForbidden || a.Body.Error == nil || a.Body.Error.Type != "permission_error" ||
-		!strings.Contains(a.Body.Error.Message, "api.key") || f.upd.calls != 0 {
-		t.Fatalf("no key configured: %d %s (updater called %d times)", a.Status, a.Raw, f.upd.calls)
+		!strings.Contains(a.Body.Error.Message, "api.key") || f.upd.calls.Load() != 0 {
+		t.Fatalf("no key configured: %d %s (updater called %d times)", a.Status, a.Raw, f.upd.calls.Load())
 	}
 
 	f = newAdminFixture(t, "s3cret")
@@ -136,7 +137,7 @@ func TestAdminUpdateNeedsAPIKey(t *testing.T) {
 			t.Fatalf("key %q: %d %s", key, a.Status, a.Raw)
 		}
 	}
-	if f.upd.calls != 0 {
+	if f.upd.calls.Load() != 0 {
 		t.Fatalf("updater called without a valid key")
 	}
 	resp, err := http.Get(f.url + "/admin/update")
@@ -252,7 +253,7 @@ func TestAdminUpdateBodyLimit(t *testing.T) {
 	defer srv.Close()
 	// Known length: refused before the updater runs.
 	a := postBundle(t, srv.URL+"/admin/update", "k", bytes.NewReader(f.pack("1.0.0", "ok")))
-	if a.Status != http.StatusRequestEntityTooLarge || f.upd.calls != 0 {
+	if a.Status != http.StatusRequestEntityTooLarge || f.upd.calls.Load() != 0 {
 		t.Fatalf("%d %s", a.Status, a.Raw)
 	}
 	// Unknown length (chunked): cut off while streaming.

@@ -117,7 +117,7 @@ func chunkDeltaOf(d chat.Delta) chunkDelta {
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	p, rec, ok := beginGeneration(s, w, r, decodeChatRequest)
+	p, rec, ok := beginGeneration(s, w, r, "messages", decodeChatRequest)
 	if !ok {
 		return
 	}
@@ -226,7 +226,7 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 	if err != nil {
 		return nil, badRequest("messages", "%v", err)
 	}
-	plan, err := s.newPlan(promptText, nil, p.genParams)
+	plan, err := s.newPlan("messages", promptText, nil, p.genParams)
 	if err != nil {
 		return nil, err
 	}
@@ -272,16 +272,16 @@ func toolChoiceName(p *chatParams) string {
 }
 
 // newPlan tokenizes a prompt (text, or the given ids) and applies the
-// generation settings.
-func (s *Server) newPlan(text string, ids []int32, g genParams) (*genPlan, error) {
+// generation settings; param is the request field that holds the prompt.
+func (s *Server) newPlan(param, text string, ids []int32, g genParams) (*genPlan, error) {
 	if ids == nil {
 		ids = s.encodePrompt(text)
 	}
 	if len(ids) == 0 {
-		return nil, badRequest("prompt", "the prompt is empty")
+		return nil, badRequest(param, "the prompt is empty")
 	}
 	if len(ids) >= s.ctxLen {
-		return nil, contextLengthExceeded(len(ids), s.ctxLen)
+		return nil, contextLengthExceeded(param, len(ids), s.ctxLen)
 	}
 	plan := &genPlan{prompt: ids, maxTokens: g.MaxTokens, sample: g.Sample, ignoreEOS: g.IgnoreEOS}
 	if !g.SeedGiven {

@@ -23,7 +23,7 @@ type textChoice struct {
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	p, rec, ok := beginGeneration(s, w, r, decodeCompletionRequest)
+	p, rec, ok := beginGeneration(s, w, r, "prompt", decodeCompletionRequest)
 	if !ok {
 		return
 	}
@@ -38,7 +38,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	plan, err := s.newPlan(p.PromptText, ids, p.genParams)
+	plan, err := s.newPlan("prompt", p.PromptText, ids, p.genParams)
 	if err != nil {
 		writeError(w, r, err)
 		return

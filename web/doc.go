@@ -28,7 +28,15 @@
 // from a registry of the server's own, with vLLM-style edgellmd_* names.
 // Figures about the request are recorded where its log line is written;
 // the power mode, telemetry and settings come from the daemon through a
-// StatusSource. These routes, like /health, need no API key.
+// StatusSource.
+//
+// With an API key set, every route but /health needs it (auth.go): as a
+// bearer token, or on the status page's routes also as ?key= or the cookie
+// that sets; Options.Public opens the status page or /metrics. The key and
+// the media type (JSON routes take application/json only) are checked from
+// the headers before a body is read, a body must arrive within
+// Options.BodyTimeout, and ConnLimit caps the connections a client holds
+// (limits.go).
 //
 // What it is not for: loading models, config, signals and the listener's
 // lifecycle (daemon), or anything inside the engine. It never imports

@@ -35,8 +35,10 @@ func modelNotFound(name string) *apiError {
 		Message: fmt.Sprintf("The model `%s` does not exist; this server serves one model (see GET /v1/models).", name)}
 }
 
-func contextLengthExceeded(promptTokens, contextTokens int) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "messages", Code: "context_length_exceeded",
+// contextLengthExceeded names param, the request field holding the prompt
+// (chat's "messages", completions' "prompt").
+func contextLengthExceeded(param string, promptTokens, contextTokens int) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: "context_length_exceeded",
 		Message: fmt.Sprintf("This model's maximum context length is %d tokens. However, your prompt resulted in %d tokens.", contextTokens, promptTokens)}
 }
 
@@ -64,7 +66,11 @@ func toAPIError(ctx context.Context, err error) *apiError {
 		return &apiError{Status: http.StatusServiceUnavailable, Type: "unavailable_error", Code: "server_stopping",
 			Message: "the server is stopping"}
 	case errors.Is(err, engine.ErrContextFull):
-		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "messages", Code: "context_length_exceeded",
+		param := "messages"
+		if rec := recordOf(ctx); rec != nil && rec.promptParam != "" {
+			param = rec.promptParam
+		}
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: "context_length_exceeded",
 			Message: err.Error()}
 	case ctx != nil && errors.Is(context.Cause(ctx), errRequestTimeout):
 		return &apiError{Status: http.StatusGatewayTimeout, Type: "timeout_error", Code: "request_timeout",
@@ -110,6 +116,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="edgellmd"`)
 	}
+	dropUnreadBody(w, r)
 	writeJSON(w, ae.Status, ae.body())
 }
 

@@ -142,6 +142,7 @@ func TestBodyLimit413(t *testing.T) {
 	// A chunked body (no Content-Length) hits the limit while reading.
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat/completions", struct{ *strings.Reader }{strings.NewReader(`{"messages":[{"role":"user","content":"` + big + `"}]}`)})
 	req.ContentLength = -1
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -43,12 +43,14 @@ type genPlan struct {
 
 // beginGeneration starts a generation route: it reads the body, decodes it
 // with decode, puts the model and flags on the request's log line and
-// checks the model is the one served. When ok is false the error response
+// checks the model is the one served. promptParam is the field that holds
+// the prompt, for errors about it. When ok is false the error response
 // has been written.
 func beginGeneration[P interface{ gen() *genParams }](s *Server, w http.ResponseWriter, r *http.Request,
-	decode func([]byte) (P, error)) (p P, rec *record, ok bool) {
+	promptParam string, decode func([]byte) (P, error)) (p P, rec *record, ok bool) {
 	rec = recordOf(r.Context())
 	rec.generation = true
+	rec.promptParam = promptParam
 	body, err := s.readBody(w, r)
 	if err != nil {
 		writeError(w, r, err)

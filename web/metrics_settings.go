@@ -85,7 +85,7 @@ func newCacheCollector(sched *engine.Scheduler, model prometheus.Labels) *cacheC
 		restoreSec:    d("edgellmd_prefix_cache_restore_seconds", "Time the scan of the cache files at start took (so far, while it runs)."),
 		skipped:       d("edgellmd_prefix_cache_skipped_records_total", "Damaged, truncated or inconsistent records dropped."),
 		diskHits:      d("edgellmd_prefix_cache_disk_hit_tokens_total", "Prompt tokens restored by reading a snapshot back from disk."),
-		droppedWrites: d("edgellmd_prefix_cache_dropped_writes_total", "Snapshots not written to disk because the writer's queue was full."),
+		droppedWrites: d("edgellmd_prefix_cache_dropped_writes_total", "Snapshots not written to disk: the writer's queue was full, the snapshot was too large, or the write failed (a full disk)."),
 	}
 }
 

@@ -3,8 +3,6 @@ package web
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -34,10 +32,20 @@ type Options struct {
 	// Template renders chat prompts; nil means the model's own
 	// (tokenizer.chat_template), or chat.ChatMLTemplate when it has none.
 	Template *chat.Template
-	// APIKey, when set, is the bearer token every route but /health needs.
+	// APIKey, when set, is the key every route but /health and the groups
+	// in Public needs: as a bearer token, or on the status page's routes
+	// also as ?key= or the cookie that sets (auth.go).
 	APIKey string
+	// Public names route groups open without APIKey: PublicStatus (the
+	// status page, its static files and /status.json), PublicMetrics.
+	Public []string
 	// MaxBodyBytes bounds request bodies (413 beyond); <= 0 means 8 MiB.
 	MaxBodyBytes int64
+	// BodyTimeout bounds reading a request's body, from the end of its
+	// headers: past it the request gets 408 and its connection is closed,
+	// so that a client that never finishes its body holds nothing. <= 0
+	// means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// RequestTimeout bounds a generation request from arrival to its last
 	// token, queueing included (504 when it runs out); <= 0 means none.
 	RequestTimeout time.Duration
@@ -69,7 +77,7 @@ type Server struct {
 	canForce bool // the template writes tool-call markup that can be forced
 	bosText  string
 	created  int64
-	keyHash  [32]byte
+	key      keyCheck
 	started  time.Time
 	metrics  *metrics
 	book     statusBook // recent requests and errors for the status page
@@ -92,6 +100,12 @@ func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSourc
 	if opt.MaxBodyBytes <= 0 {
 		opt.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opt.BodyTimeout <= 0 {
+		opt.BodyTimeout = DefaultBodyTimeout
+	}
+	if err := checkPublic(opt.Public); err != nil {
+		return nil, err
+	}
 	s := &Server{opt: opt, log: opt.Log, source: src, tok: tok, ctxLen: ctxLen, tpl: opt.Template, created: time.Now().Unix(), started: time.Now()}
 	s.book.since = s.started
 	v := tok.Vocab()
@@ -110,13 +124,11 @@ func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSourc
 		s.tpl = tpl
 	}
 	s.markup, s.canForce = probeToolMarkup(s.tpl)
-	if opt.APIKey != "" {
-		s.keyHash = sha256.Sum256([]byte(opt.APIKey))
-	}
+	s.key = newKeyCheck(opt.APIKey)
 	s.routes()
 	s.metrics = newMetrics(s)
 	s.statusRoutes()
-	s.handler = s.logRequests(s.recoverPanics(s.router))
+	s.handler = s.limitBodyTime(s.logRequests(s.recoverPanics(s.router)))
 	return s, nil
 }
 
@@ -130,25 +142,30 @@ func (s *Server) routes() {
 			Message: fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path)})
 	})
 	r.HandleFunc("/health", s.health).Methods(http.MethodGet, http.MethodHead)
-	api := func(path string, h http.HandlerFunc, method string) {
-		r.Handle(path, s.requireKey(h)).Methods(method)
+	// The key and the media type are checked from the headers, before
+	// anything reads the body.
+	get := func(path string, h http.HandlerFunc) {
+		r.Handle(path, s.requireKey(h)).Methods(http.MethodGet)
 	}
-	api("/v1/models", s.listModels, http.MethodGet)
-	api("/v1/models/{model}", s.getModel, http.MethodGet)
-	api("/v1/chat/completions", s.ready(s.chatCompletions), http.MethodPost)
-	api("/v1/completions", s.ready(s.completions), http.MethodPost)
-	api("/tokenize", s.tokenize, http.MethodPost)
-	api("/detokenize", s.detokenize, http.MethodPost)
-	api("/apply-template", s.applyTemplate, http.MethodPost)
+	post := func(path string, h http.HandlerFunc) {
+		r.Handle(path, s.requireKey(requireJSON(h))).Methods(http.MethodPost)
+	}
+	get("/v1/models", s.listModels)
+	get("/v1/models/{model}", s.getModel)
+	post("/v1/chat/completions", s.ready(s.chatCompletions))
+	post("/v1/completions", s.ready(s.completions))
+	post("/tokenize", s.tokenize)
+	post("/detokenize", s.detokenize)
+	post("/apply-template", s.applyTemplate)
 	s.router = r
 }
 
 // ServeHTTP serves the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// Router is the server's router, for mounting more routes (status page,
-// metrics, admin): they get the request log line and panic recovery, not
-// the API key check.
+// Router is the server's router, for mounting more routes (admin): they
+// get the request log line, panic recovery and the body read deadline,
+// not the API key check.
 func (s *Server) Router() *mux.Router { return s.router }
 
 func (s *Server) isReady() bool { return s.opt.Ready == nil || s.opt.Ready() }
@@ -168,31 +185,6 @@ func notReady() *apiError {
 		Message: "the server is not ready: the model is loading or the server is stopping", retryAfterSeconds: 1}
 }
 
-// requireKey checks the bearer token when an API key is configured. Both
-// sides are hashed first so the comparison takes the same time whatever
-// the lengths.
-func (s *Server) requireKey(h http.Handler) http.Handler {
-	if s.opt.APIKey == "" {
-		return h
-	}
-	return bearerOnly(s.keyHash, h)
-}
-
-// bearerOnly passes requests whose "Authorization: Bearer" token hashes to
-// keyHash to h and answers the others 401, comparing in constant time.
-func bearerOnly(keyHash [32]byte, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-		if subtle.ConstantTimeCompare(got[:], keyHash[:]) != 1 || !ok {
-			writeError(w, r, &apiError{Status: http.StatusUnauthorized, Type: "authentication_error", Code: "invalid_api_key",
-				Message: "missing or incorrect API key: send it as \"Authorization: Bearer KEY\""})
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
 // readBody reads the request body within the size limit.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > s.opt.MaxBodyBytes {
@@ -201,7 +193,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var ae *apiError // the body read deadline's 408
+		if errors.As(err, &mbe) || errors.As(err, &ae) {
 			return nil, err
 		}
 		return nil, badRequest("", "reading the request body: %v", err)
@@ -231,7 +224,8 @@ type record struct {
 	finish         string
 	ignored        []string
 	err            string
-	generation     bool // a generation route: the token fields are logged
+	generation     bool   // a generation route: the token fields are logged
+	promptParam    string // the field holding its prompt: messages or prompt
 }
 
 type recordKey struct{}

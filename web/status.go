@@ -3,11 +3,16 @@ package web
 import (
 	"context"
 	"embed"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/power"
@@ -76,17 +81,19 @@ type ModelInfo struct {
 //go:embed static
 var staticFiles embed.FS
 
-// statusRoutes mounts the status page, its assets, /status.json and /metrics.
+// statusRoutes mounts the status page, its assets, /status.json and
+// /metrics, behind the API key unless Options.Public opens them (auth.go).
 func (s *Server) statusRoutes() {
 	static, _ := fs.Sub(staticFiles, "static") // the folder is embedded: cannot fail
 	files := http.StripPrefix("/static/", http.FileServerFS(static))
-	s.router.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	page := s.requirePageKey
+	s.router.Handle("/", page(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
 		http.ServeFileFS(w, r, static, "index.html")
-	})).Methods(http.MethodGet, http.MethodHead)
-	s.router.PathPrefix("/static/").Handler(files).Methods(http.MethodGet, http.MethodHead)
-	s.router.HandleFunc("/status.json", s.statusJSON).Methods(http.MethodGet, http.MethodHead)
-	s.router.Handle("/metrics", s.metrics.handler()).Methods(http.MethodGet, http.MethodHead)
+	}))).Methods(http.MethodGet, http.MethodHead)
+	s.router.PathPrefix("/static/").Handler(page(files)).Methods(http.MethodGet, http.MethodHead)
+	s.router.Handle("/status.json", page(http.HandlerFunc(s.statusJSON))).Methods(http.MethodGet, http.MethodHead)
+	s.router.Handle("/metrics", s.requireMetricsKey(s.metrics.handler())).Methods(http.MethodGet, http.MethodHead)
 }
 
 // statusBook keeps the last minutes of finished requests and the last
@@ -137,7 +144,42 @@ const (
 	seriesStep     = 10 * time.Second
 	maxSamples     = 4096
 	maxErrors      = 20
+	maxErrorText   = 200 // bytes of a client's string (path, message) an error entry keeps
 )
+
+// clientText readies a string a client may have written (a path, a model
+// name an error repeats) for the status page: what does not print
+// (control and format characters such as bidi overrides, invalid UTF-8) is
+// written as a Go escape, and the text is cut to at most maxBytes at a
+// character boundary, "…" marking the cut. The page sets it as text, never
+// as markup.
+func clientText(s string, maxBytes int) string {
+	cut := "…"
+	if maxBytes < len(cut) {
+		cut = ""
+	}
+	var b strings.Builder
+	fit := 0 // the length at the last piece boundary that leaves room for cut
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		piece := s[i : i+size]
+		switch {
+		case r == utf8.RuneError && size == 1:
+			piece = fmt.Sprintf(`\x%02x`, s[i])
+		case !unicode.IsGraphic(r):
+			piece = strings.Trim(strconv.QuoteRuneToASCII(r), "'")
+		}
+		if b.Len()+len(piece) > maxBytes {
+			return b.String()[:fit] + cut
+		}
+		b.WriteString(piece)
+		if b.Len() <= maxBytes-len(cut) {
+			fit = b.Len()
+		}
+		i += size
+	}
+	return b.String()
+}
 
 func (b *statusBook) observe(now time.Time, id, method, path string, rec *record, status int, elapsed time.Duration) {
 	b.mu.Lock()
@@ -150,7 +192,8 @@ func (b *statusBook) observe(now time.Time, id, method, path string, rec *record
 		if msg == "" {
 			msg = http.StatusText(status)
 		}
-		b.errors = append(b.errors, errorEntry{Time: now, RequestID: id, Method: method, Path: path, Status: status, Message: msg})
+		b.errors = append(b.errors, errorEntry{Time: now, RequestID: clientText(id, maxErrorText), Method: clientText(method, maxErrorText),
+			Path: clientText(path, maxErrorText), Status: status, Message: clientText(msg, maxErrorText)})
 		if len(b.errors) > maxErrors {
 			b.errors = slices.Delete(b.errors, 0, len(b.errors)-maxErrors)
 		}
@@ -337,9 +380,15 @@ type cacheStatus struct {
 	RestoredEntries int64   `json:"restored_entries"`
 	RestoreSeconds  float64 `json:"restore_seconds"`
 	SkippedRecords  int64   `json:"skipped_records"`
-	QueriedTokens   int64   `json:"queried_tokens"`
-	HitTokens       int64   `json:"hit_tokens"`
-	HitRatio        float64 `json:"hit_ratio"`
+	// Persistence: snapshots not written (a full disk among the reasons),
+	// whether the last write failed, and the last failure.
+	DroppedWrites  int64   `json:"dropped_writes"`
+	PersistFailing bool    `json:"persist_failing"`
+	PersistError   string  `json:"persist_error,omitempty"`
+	PersistErrorAt string  `json:"persist_error_at,omitempty"`
+	QueriedTokens  int64   `json:"queried_tokens"`
+	HitTokens      int64   `json:"hit_tokens"`
+	HitRatio       float64 `json:"hit_ratio"`
 	CacheSettings
 }
 
@@ -391,6 +440,10 @@ func (s *Server) statusJSON(w http.ResponseWriter, r *http.Request) {
 			c.Enabled, c.Entries, c.RAMBytes = true, int64(st.Entries), st.Bytes
 			c.DiskEntries, c.DiskBytes, c.Restoring = int64(st.DiskEntries), st.DiskBytes, st.Restoring
 			c.RestoredEntries, c.RestoreSeconds, c.SkippedRecords = int64(st.RestoredEntries), st.RestoreSeconds, st.SkippedRecords
+			c.DroppedWrites, c.PersistFailing = st.DroppedWrites, st.PersistFailing
+			if st.PersistError != "" {
+				c.PersistError, c.PersistErrorAt = clientText(st.PersistError, 200), st.PersistErrorAt.UTC().Format(time.RFC3339)
+			}
 		}
 	}
 	if src := s.opt.Status; src != nil {

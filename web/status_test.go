@@ -516,3 +516,105 @@ func TestStatusBookWindows(t *testing.T) {
 		t.Errorf("series: %d requests in %d points ending %v", n, len(rs.Series), rs.Series[len(rs.Series)-1].Time)
 	}
 }
+
+func TestClientText(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"plain text", 100, "plain text"},
+		{"<img src=x onerror=alert(1)>", 100, "<img src=x onerror=alert(1)>"}, // JSON escapes it, the page sets it as text
+		{"tab\there\nnew", 100, `tab\there\nnew`},
+		{"bidi \u202eevil", 100, `bidi \u202eevil`},
+		{"nul \x00 del \x7f", 100, `nul \x00 del \x7f`},
+		{"bad \xff utf-8", 100, `bad \xff utf-8`},
+		{"日本語 ✓", 100, "日本語 ✓"},
+		{strings.Repeat("a", 10), 10, strings.Repeat("a", 10)},
+		{strings.Repeat("a", 11), 10, strings.Repeat("a", 7) + "…"},
+		{strings.Repeat("é", 6), 10, strings.Repeat("é", 3) + "…"}, // cut at a character boundary
+		{"abcd\x01efgh", 10, "abcd…"},                              // and never inside an escape
+		{"abcdef", 2, "ab"},
+	} {
+		if got := clientText(c.in, c.max); got != c.want {
+			t.Errorf("clientText(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}
+
+// TestStatusErrorsShortenedAndEscaped: what a client wrote into an error
+// (here a model name) reaches /status.json cut to maxErrorText bytes, with
+// control and bidi characters escaped.
+func TestStatusErrorsShortenedAndEscaped(t *testing.T) {
+	ts, _ := scriptServer(t, Options{}, "Hello.")
+	model := "<script>alert(1)</script>\u202e\x01" + strings.Repeat("A", 100000)
+	name, _ := json.Marshal(model)
+	if status, _, body := post(t, ts.URL+"/v1/completions", `{"model":`+string(name)+`,"prompt":"x"}`); status != http.StatusNotFound {
+		t.Fatalf("unknown model: %d %s", status, body)
+	}
+	var doc struct {
+		Errors []errorEntry `json:"errors"`
+	}
+	if err := json.Unmarshal(get(t, ts.URL+"/status.json"), &doc); err != nil || len(doc.Errors) != 1 {
+		t.Fatalf("errors %+v: %v", doc.Errors, err)
+	}
+	msg := doc.Errors[0].Message
+	if len(msg) > maxErrorText || !strings.HasSuffix(msg, "…") || !strings.Contains(msg, "<script>alert(1)</script>\\u202e\\x01AAA") ||
+		strings.ContainsAny(msg, "\u202e\x01") {
+		t.Errorf("message (%d bytes) %q", len(msg), msg)
+	}
+}
+
+// TestStatusPageWithKeyInChromium: with api.key set, the page opened as
+// /?key=KEY renders (its fetch of /status.json carries the cookie), shows
+// a client's markup in an error as text, and without the key says how to
+// give it.
+func TestStatusPageWithKeyInChromium(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (apt-get install chromium)")
+	}
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	const key = "s3cret"
+	ts, _ := scriptServer(t, Options{APIKey: key, Status: newFakeStatus(t)}, "Hello.")
+	evil := `<img src=x onerror="document.body.dataset.pwned=1">` + strings.Repeat("B", 500)
+	name, _ := json.Marshal(evil)
+	if status, _, body := post(t, ts.URL+"/v1/completions", `{"model":`+string(name)+`,"prompt":"x"}`, "Authorization", "Bearer "+key); status != http.StatusNotFound {
+		t.Fatalf("unknown model: %d %s", status, body)
+	}
+	dump := func(url string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--user-data-dir="+t.TempDir(), "--virtual-time-budget=5000", "--dump-dom", url)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("chromium %s: %v\n%s", url, err, stderr.String())
+		}
+		return string(b)
+	}
+	dom := dump(ts.URL + "/?key=" + key)
+	for _, want := range []string{
+		`data-loaded="1"`,
+		`id="conn" class="pill good">live<`,
+		`id="power-mode" class="">MAXN (id 0)<`,
+		`&lt;img src=x onerror="document.body.dataset.pwned=1"&gt;BBB`, // the model name, as text
+		`B…`, // cut
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("rendered page lacks %q", want)
+		}
+	}
+	if strings.Contains(dom, "pwned") && strings.Contains(dom, `data-pwned`) {
+		t.Error("a client's markup ran in the page")
+	}
+	if dom := dump(ts.URL + "/"); !strings.Contains(dom, "invalid_api_key") || !strings.Contains(dom, "/?key=KEY") {
+		t.Errorf("without the key the page should say how to give it:\n%s", dom)
+	}
+}

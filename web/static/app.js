@@ -168,7 +168,9 @@ function render(s) {
     `${c.restored_entries} entries in ${num(c.restore_seconds, 2)} s` + (c.skipped_records ? `, ${c.skipped_records} damaged records skipped` : ""),
     c.skipped_records ? "warn" : "");
   set("cache-hit", `${num(c.hit_ratio * 100, 1)}% (${c.hit_tokens} of ${c.queried_tokens} tokens)`);
-  set("cache-persist", c.persist ? "yes" + (c.dir ? ", in " + c.dir : "") : "no");
+  set("cache-persist", !c.persist ? "no"
+    : c.persist_failing ? "FAILING: " + (c.persist_error || "write error") + " (" + (c.dropped_writes || 0) + " snapshots not written)"
+    : "yes" + (c.dir ? ", in " + c.dir : "") + (c.dropped_writes ? " · " + c.dropped_writes + " not written" : ""));
 
   // Speculative decoding
   const sp = s.speculative;
@@ -217,7 +219,9 @@ function render(s) {
 
 async function poll() {
   try {
+    // With api.key set, the cookie that /?key=KEY set goes with this fetch.
     const res = await fetch("/status.json", { cache: "no-store" });
+    if (res.status === 401) throw new Error("the API key is needed: open this page as /?key=KEY");
     if (!res.ok) throw new Error("HTTP " + res.status);
     render(await res.json());
     set("conn", "live", "pill good");

@@ -1,0 +1,214 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// What a client may hold: the time to send a body, the media type of a
+// JSON body, and the connections it keeps open.
+
+// Body read deadlines when Options.BodyTimeout and
+// AdminOptions.UploadTimeout are unset.
+const (
+	DefaultBodyTimeout   = 30 * time.Second
+	DefaultUploadTimeout = 10 * time.Minute
+)
+
+// limitBodyTime gives every request with a body Options.BodyTimeout to
+// send it.
+func (s *Server) limitBodyTime(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		setBodyDeadline(w, r, s.opt.BodyTimeout, "api.body_timeout")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// setBodyDeadline sets the connection's read deadline to timeout from now
+// and wraps r.Body so that the deadline is lifted once the body has been
+// read to its end: net/http then reads the connection in the background to
+// notice a client that goes away, and a deadline left in place would cancel
+// a long generation. A second call (an upload route's longer deadline)
+// moves the deadline of a body not yet read. key names the setting, for
+// the 408's message.
+func setBodyDeadline(w http.ResponseWriter, r *http.Request, timeout time.Duration, key string) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	if tb, ok := r.Body.(*timedBody); ok {
+		if !tb.done.Load() && tb.rc.SetReadDeadline(time.Now().Add(timeout)) == nil {
+			tb.timeout, tb.key = timeout, key
+		}
+		return
+	}
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(timeout)) != nil {
+		return // not a network connection (a test's recorder)
+	}
+	r.Body = &timedBody{ReadCloser: r.Body, rc: rc, timeout: timeout, key: key}
+}
+
+// timedBody is a request body read under a deadline. Reads happen on the
+// handler's goroutine; done is also read by writeError.
+type timedBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	key     string
+	done    atomic.Bool // read to its end, the deadline lifted
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	var ne net.Error
+	switch {
+	case err == io.EOF:
+		if !b.done.Swap(true) {
+			b.rc.SetReadDeadline(time.Time{})
+		}
+	case err != nil && (errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()):
+		err = &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_body_timeout",
+			Message: fmt.Sprintf("the request body did not arrive within %s (the server's %s); the connection is closed", b.timeout, b.key)}
+	}
+	return n, err
+}
+
+// dropUnreadBody, for an answer given before the body was read to its end
+// (401, 415, 413, 408), closes the connection after the answer and stops
+// waiting for the rest of the body: net/http would otherwise read up to
+// 256 KiB of it, until the deadline, to reuse the connection.
+func dropUnreadBody(w http.ResponseWriter, r *http.Request) {
+	tb, ok := r.Body.(*timedBody)
+	if !ok || tb.done.Load() {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	tb.rc.SetReadDeadline(time.Now())
+}
+
+// requireJSON answers 415 to a body that does not say it is JSON. Without
+// this, a web page in a browser on the device could start generations with
+// a text/plain POST: CORS lets such "simple" requests through without
+// asking the server first.
+func requireJSON(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ct := r.Header.Get("Content-Type")
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			got := "none"
+			if ct != "" {
+				got = strconv.Quote(clientText(ct, 100))
+			}
+			writeError(w, r, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_media_type",
+				Message: "the request body must be JSON sent with \"Content-Type: application/json\"; the request's Content-Type is " + got})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ConnLimit caps the connections a server holds open: in all, and per
+// client IP address, over any number of listeners. A connection past a cap
+// is answered at once with a 503 and closed, never queued behind the
+// others (golang.org/x/net/netutil.LimitListener would make it wait).
+// Idle keep-alive connections count until the server closes them.
+type ConnLimit struct {
+	maxTotal, maxPerClient int
+
+	mu        sync.Mutex
+	total     int
+	perClient map[string]int
+}
+
+// NewConnLimit caps connections at maxTotal in all and maxPerClient per
+// client address; a cap <= 0 is no cap. Connections that are not TCP (a
+// Unix socket systemd passes) share the total only.
+func NewConnLimit(maxTotal, maxPerClient int) *ConnLimit {
+	return &ConnLimit{maxTotal: maxTotal, maxPerClient: maxPerClient, perClient: map[string]int{}}
+}
+
+// Listener wraps ln so that its connections count against l.
+func (l *ConnLimit) Listener(ln net.Listener) net.Listener {
+	return &limitedListener{Listener: ln, limit: l}
+}
+
+func (l *ConnLimit) take(client string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.maxTotal > 0 && l.total >= l.maxTotal {
+		return false
+	}
+	if client != "" && l.maxPerClient > 0 && l.perClient[client] >= l.maxPerClient {
+		return false
+	}
+	l.total++
+	if client != "" {
+		l.perClient[client]++
+	}
+	return true
+}
+
+func (l *ConnLimit) give(client string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if client == "" {
+		return
+	}
+	if l.perClient[client]--; l.perClient[client] <= 0 {
+		delete(l.perClient, client)
+	}
+}
+
+type limitedListener struct {
+	net.Listener
+	limit *ConnLimit
+}
+
+// tooManyConnections is the whole answer to a connection past a cap.
+var tooManyConnections = func() []byte {
+	body := `{"error":{"message":"too many open connections to this server; close idle ones or retry later","type":"unavailable_error","param":null,"code":"too_many_connections"}}` + "\n"
+	return []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}()
+
+func (ll *limitedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ll.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		client := ""
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			client = a.IP.String()
+		}
+		if ll.limit.take(client) {
+			return &limitedConn{Conn: c, release: func() { ll.limit.give(client) }}, nil
+		}
+		// A fresh socket's send buffer is empty: the write does not block,
+		// and the deadline makes sure of it.
+		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		c.Write(tooManyConnections)
+		c.Close()
+	}
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
