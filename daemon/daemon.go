@@ -578,8 +578,11 @@ func (d *Daemon) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	status, retry := "loading model", "5"
 	if st == stateStopping {
 		status, retry = "stopping", ""
-		w.Header().Set("Connection", "close")
 	}
+	// Answered without reading the body: close the connection, so that a
+	// client that stalls its body cannot hold it (the body deadline is the
+	// API handler's).
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Content-Type", "application/json")
 	if retry != "" {
 		w.Header().Set("Retry-After", retry)

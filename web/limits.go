@@ -65,6 +65,7 @@ type timedBody struct {
 	timeout time.Duration
 	key     string
 	done    atomic.Bool // read to its end, the deadline lifted
+	failed  atomic.Bool // the deadline passed before the end
 }
 
 func (b *timedBody) Read(p []byte) (int, error) {
@@ -76,6 +77,7 @@ func (b *timedBody) Read(p []byte) (int, error) {
 			b.rc.SetReadDeadline(time.Time{})
 		}
 	case err != nil && (errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()):
+		b.failed.Store(true)
 		err = &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_body_timeout",
 			Message: fmt.Sprintf("the request body did not arrive within %s (the server's %s); the connection is closed", b.timeout, b.key)}
 	}
@@ -83,17 +85,31 @@ func (b *timedBody) Read(p []byte) (int, error) {
 }
 
 // dropUnreadBody, for an answer given before the body was read to its end
-// (401, 415, 413, 408), closes the connection after the answer and stops
-// waiting for the rest of the body: net/http would otherwise read up to
-// 256 KiB of it, until the deadline, to reuse the connection.
+// (401, 415, 413, 408), reads and discards what the client is still
+// sending, for at most drainGrace and drainBytes, then closes the
+// connection after the answer. Closing at once would leave the rest of the
+// body unread, and the kernel answers that with a reset, which a client
+// still writing its body (an upload) sees instead of the answer; a client
+// that stalls is dropped after drainGrace. The body is never looked at.
 func dropUnreadBody(w http.ResponseWriter, r *http.Request) {
 	tb, ok := r.Body.(*timedBody)
 	if !ok || tb.done.Load() {
 		return
 	}
 	w.Header().Set("Connection", "close")
-	tb.rc.SetReadDeadline(time.Now())
+	if tb.failed.Load() {
+		return // a stalled body (408): nothing more to wait for
+	}
+	if tb.rc.SetReadDeadline(time.Now().Add(drainGrace)) == nil {
+		io.CopyN(io.Discard, tb.ReadCloser, drainBytes)
+	}
 }
+
+// drainGrace and drainBytes bound what an early answer reads of a body.
+const (
+	drainGrace = time.Second
+	drainBytes = 64 << 20
+)
 
 // requireJSON answers 415 to a body that does not say it is JSON. Without
 // this, a web page in a browser on the device could start generations with
