@@ -142,20 +142,24 @@ func TestServeLifecycle(t *testing.T) {
 	release := make(chan struct{})
 	d.beforeLoad = func() { <-release }
 	held, proceed := make(chan struct{}), make(chan struct{})
+	// handled closes once the held request's handler has returned, on the
+	// server's side: the client may read the answer only after the stop
+	// hooks ran, so what the client saw cannot tell the hook anything.
+	handled := make(chan struct{})
 	d.wrap = func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("X-Test-Hold") != "" {
 				close(held)
 				<-proceed
+				defer close(handled)
 			}
 			h.ServeHTTP(w, r)
 		})
 	}
 	var hookRan atomic.Bool
-	requestDone := make(chan struct{})
 	d.OnStop("test-flush", func(context.Context) error {
 		select {
-		case <-requestDone:
+		case <-handled:
 		default:
 			t.Error("stop hook ran before the in-flight request finished")
 		}
@@ -321,7 +325,6 @@ func TestServeLifecycle(t *testing.T) {
 	}
 	proceedOnce.Do(func() { close(proceed) })
 	r := <-got
-	close(requestDone)
 	if r.err != nil || r.code != 200 {
 		t.Fatalf("in-flight request: %d %v %s", r.code, r.err, r.body)
 	}

@@ -9,21 +9,32 @@
 #      testdata/models/;
 #   3. lintian: no errors and no warnings (overrides carry their reasons in
 #      debian/edgellmd.lintian-overrides);
-#   4. systemd-analyze verify on the unit, inside the unpacked package;
+#   4. systemd-analyze verify on the unit, inside the unpacked package; the
+#      unit runs only programs the package ships (no /bin/kill: procps is
+#      not on a minimal Debian or a trimmed Jetson image);
 #   5. sh -n and shellcheck on the maintainer scripts;
 #   6. install test in a debootstrapped Debian bookworm (as root, when
 #      debootstrap is there and DEB_CHROOT_TEST is not 0): install, user,
 #      files, conffile, enabled unit, `edgellmd version`, a short
 #      generation and `edgellmd devices` (no Vulkan loader there) inside
 #      the chroot; remove keeps state; upgrade to a newer
-#      build keeps a locally edited conffile; purge removes state and config.
+#      build keeps a locally edited conffile; purge removes state and config;
+#   7. the package under a real systemd: a copy of that tree with systemd
+#      added (and still no procps) booted as PID 1 in namespaces of its own
+#      (PID, mount, network, UTS, IPC, cgroup): dpkg -i starts the service,
+#      a completion over HTTP, systemctl reload (SIGHUP arrives, logged),
+#      a config edit applied, kill -9 of the main process and the restart,
+#      systemctl stop.
 #
 # Tools: dpkg-deb, lintian, shellcheck, systemd (systemd-analyze), binutils
-# (readelf), debootstrap (the chroot test). A check whose tool is missing fails, except
-# the chroot test, which is skipped with its reason when not root or when
-# DEB_CHROOT_TEST=0. DEB_CHROOT_CACHE (default ~/.cache/edgellmd/chroot-bookworm,
-# outside the module so `go test ./...` never walks it) keeps the pristine
-# debootstrapped tree between runs; DEB_MIRROR picks the mirror.
+# (readelf), debootstrap (the chroot tests), util-linux's unshare and nsenter
+# and curl (the systemd test). A check whose tool is missing fails, except
+# the chroot tests, which are skipped with their reason when not root, when
+# DEB_CHROOT_TEST=0 (both) or DEB_SYSTEMD_TEST=0 (the systemd one).
+# DEB_CHROOT_CACHE (default ~/.cache/edgellmd/chroot-bookworm, outside the
+# module so `go test ./...` never walks it) keeps the pristine debootstrapped
+# tree between runs, and DEB_CHROOT_CACHE-systemd the one with systemd;
+# DEB_MIRROR picks the mirror.
 # awk programs and unit lines are single-quoted on purpose ($1, $MAINPID):
 # shellcheck disable=SC2016
 set -eu
@@ -33,7 +44,43 @@ OUT=${DEB_OUT:-bin/deb}
 export DEB_OUT="$OUT"
 TMP=$(mktemp -d)
 ROOT=""
+NS_UNSHARE="" # the systemd test's namespaces: unshare's pid,
+NS_INIT=""    # and their PID 1 (systemd) as this machine numbers it
+SDROOT=""
+# ns_child: unshare's child, PID 1 in the namespaces.
+ns_child() { awk '{ print $1 }' "/proc/$NS_UNSHARE/task/$NS_UNSHARE/children" 2>/dev/null || true; }
+# ns_stop ends the systemd test's namespaces (SIGKILL to their PID 1 ends
+# every process in them, and their mounts go with them) and removes the
+# cgroups made for them.
+ns_stop() {
+	if [ -z "$NS_INIT" ] && [ -n "$NS_UNSHARE" ]; then
+		NS_INIT=$(ns_child)
+	fi
+	if [ -n "$NS_INIT" ]; then
+		kill -9 "$NS_INIT" 2>/dev/null || true
+		NS_INIT=""
+	fi
+	if [ -n "$NS_UNSHARE" ]; then
+		wait "$NS_UNSHARE" 2>/dev/null || true
+		NS_UNSHARE=""
+	fi
+	if [ -s "$TMP/cgroups" ]; then
+		while read -r d; do
+			for _ in 1 2 3 4 5 6 7 8 9 10; do
+				find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
+				[ -d "$d" ] || break
+				sleep 0.2
+			done
+			if [ -d "$d" ]; then echo "test-deb: could not remove the cgroup $d" >&2; fi
+		done <"$TMP/cgroups"
+		: >"$TMP/cgroups"
+	fi
+}
 cleanup() {
+	ns_stop
+	if [ -n "$SDROOT" ]; then
+		rm -rf --one-file-system "$SDROOT"
+	fi
 	if [ -n "$ROOT" ]; then
 		if mountpoint -q "$ROOT/proc" && ! umount "$ROOT/proc"; then
 			echo "test-deb: could not unmount $ROOT/proc; leaving $ROOT" >&2
@@ -203,13 +250,22 @@ else
 fi
 sed 's/^/      /' "$TMP/verify"
 for k in 'Type=notify' 'ExecStartPre=+/usr/bin/edgellmd power pin' 'ExecStart=/usr/bin/edgellmd serve' \
-	'ExecReload=/bin/kill -HUP $MAINPID' 'WatchdogSec=120s' 'Restart=on-failure' 'User=_edgellmd' \
+	'ExecReload=/usr/bin/edgellmd reload --pid $MAINPID' 'WatchdogSec=120s' 'Restart=on-failure' 'User=_edgellmd' \
 	'StateDirectory=edgellmd' 'CacheDirectory=edgellmd' 'ConfigurationDirectory=edgellmd' \
 	'ProtectSystem=strict' 'ProtectHome=yes' 'PrivateTmp=yes' 'NoNewPrivileges=yes' \
 	'LimitMEMLOCK=infinity' 'After=network.target nvpmodel.service'; do
 	check "unit has $k" grep -qxF "$k" "$unit"
 done
 check "unit has no PrivateDevices= (the GPU is in /dev)" sh -c "! grep -q '^PrivateDevices' '$unit'"
+# Depends names libc6 and adduser only: a program the unit runs from
+# another package may be missing, as /bin/kill (procps) was on minimal
+# systems, where systemctl reload then failed with 203/EXEC.
+check "unit does not run /bin/kill (procps)" sh -c "! grep -n '^[^#]*bin/kill' '$unit'"
+sed -n 's/^Exec[A-Za-z]*=[-+@!:|]*\([^ ]*\).*/\1/p' "$unit" | LC_ALL=C sort -u >"$TMP/exec"
+check "unit has Exec*= lines" test -s "$TMP/exec"
+while read -r prog; do
+	check "unit's Exec*= program $prog is in the package" test -f "$TMP/root$prog" -a -x "$TMP/root$prog"
+done <"$TMP/exec"
 check "unit has no DevicePolicy=" sh -c "! grep -q '^DevicePolicy' '$unit'"
 if systemd-analyze security --offline=yes "$TMP/unit/edgellmd.service" >"$TMP/security" 2>&1; then :; fi
 if grep -q 'Overall exposure level' "$TMP/security"; then
@@ -323,6 +379,239 @@ else
 	t0=$(date +%s)
 	chroot_test
 	echo "chroot install test took $(($(date +%s) - t0)) s"
+fi
+
+# 7. The package under a real systemd. The bookworm tree gets systemd
+# (without Recommends: still no procps, so no /bin/kill), and a copy of it
+# boots with systemd as PID 1 in namespaces of its own: PID and mount (its
+# mounts never reach this machine), network (its 127.0.0.1:8001 is its
+# own), UTS, IPC, and cgroup, rooted in cgroups made for it and removed
+# afterwards. Commands reach it through nsenter; HTTP goes from this
+# machine's curl in its network namespace.
+
+# cgroup_dirs: this process's cgroup in each mounted cgroup hierarchy (the
+# v1 ones and the v2 one), as a directory, one a line.
+cgroup_dirs() {
+	awk '
+		FNR == NR {
+			i = index($0, ":"); rest = substr($0, i + 1); j = index(rest, ":")
+			path[substr(rest, 1, j - 1)] = substr(rest, j + 1)
+			next
+		}
+		{
+			for (i = 7; i <= NF && $i != "-"; i++) { }
+			fstype = $(i + 1); opts = "," $(i + 3) ","
+			if (fstype == "cgroup2") {
+				if (!("" in path)) next
+				p = path[""]
+			} else if (fstype == "cgroup") {
+				p = ""
+				for (c in path) {
+					if (c == "") continue
+					n = split(c, cs, ","); ok = 1
+					for (k = 1; k <= n; k++) if (index(opts, "," cs[k] ",") == 0) ok = 0
+					if (ok) { p = path[c]; break }
+				}
+				if (p == "") next
+			} else next
+			if ($4 != "/" && index(p, $4) == 1) p = substr(p, length($4) + 1)
+			print $5 p
+		}' /proc/self/cgroup /proc/self/mountinfo
+}
+
+# in_sd CMD...: CMD in the booted tree (its namespaces, chrooted).
+in_sd() { nsenter -t "$NS_INIT" -m -p -n -u -i chroot "$SDROOT" "$@"; }
+# http URL [CURL ARGS]: this machine's curl in the tree's network namespace.
+http() { nsenter -t "$NS_INIT" -n curl -sS -m 30 "$@"; }
+sd_journal() { in_sd journalctl -u edgellmd -o cat --no-pager; }
+sd_reloads() { sd_journal | grep -c '"message":"config reloaded"' || true; }
+# sd_until SECONDS CMD...: run CMD every 0.2 s until it succeeds, for up to
+# SECONDS.
+sd_until() {
+	tries=$(($1 * 5))
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		tries=$((tries - 1))
+		[ "$tries" -gt 0 ] || return 1
+		sleep 0.2
+	done
+}
+sd_show() { in_sd systemctl show -P "$1" edgellmd; }
+sd_more_reloads() { [ "$(sd_reloads)" -gt "$1" ]; } # sd_more_reloads N: more than N logged
+sd_status_has() { http http://127.0.0.1:8001/status.json | grep -qF "$1"; }
+sd_restarted() { # sd_restarted OLDPID: active, with a new main process
+	p=$(sd_show MainPID) || return
+	[ "$p" != 0 ] && [ "$p" != "$1" ] && in_sd systemctl is-active --quiet edgellmd
+}
+sd_same_main() { [ "$(sd_show MainPID)" = "$1" ] && in_sd systemctl is-active --quiet edgellmd; }
+sd_stopped() { ! in_sd systemctl is-active --quiet edgellmd && [ "$(sd_show Result)" = success ]; }
+
+systemd_test() {
+	deb=$(grep _amd64.deb "$TMP/built")
+	cache=${DEB_CHROOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgellmd/chroot-bookworm}
+	sdcache=$cache-systemd
+	if [ ! -x "$cache/usr/bin/dpkg" ]; then
+		fail "systemd test: no bookworm tree at $cache (the chroot install test makes it)"
+		return
+	fi
+	if [ ! -x "$sdcache/lib/systemd/systemd" ]; then
+		ta=$(date +%s)
+		rm -rf --one-file-system "$sdcache.tmp"
+		cp -a "$cache" "$sdcache.tmp"
+		cp -L /etc/resolv.conf "$sdcache.tmp/etc/resolv.conf"
+		if ! chroot "$sdcache.tmp" sh -c 'apt-get update &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd && apt-get clean' \
+			>"$TMP/apt.log" 2>&1; then
+			fail "apt-get install systemd in the bookworm tree (log below)"
+			tail -20 "$TMP/apt.log" | sed 's/^/      /'
+			return
+		fi
+		rm -f "$sdcache.tmp/etc/resolv.conf"
+		mv "$sdcache.tmp" "$sdcache"
+		pass "systemd added to the bookworm tree in $(($(date +%s) - ta)) s"
+	fi
+	check "no /bin/kill in the tree with systemd (procps not installed)" \
+		test ! -e "$sdcache/bin/kill" -a ! -e "$sdcache/usr/bin/kill"
+	SDROOT=$(mktemp -d)
+	cp -a "$sdcache/." "$SDROOT/"
+	# No gettys (/dev/console is a file here), and a journal that stays in
+	# memory and does not read this machine's kernel log.
+	for u in console-getty.service getty@.service serial-getty@.service getty.target; do
+		ln -sf /dev/null "$SDROOT/etc/systemd/system/$u"
+	done
+	mkdir -p "$SDROOT/etc/systemd/journald.conf.d"
+	printf '[Journal]\nStorage=volatile\nReadKMsg=no\n' >"$SDROOT/etc/systemd/journald.conf.d/test-deb.conf"
+	cp "$deb" "$SDROOT/root/new.deb" # not /tmp: systemd mounts a tmpfs there
+	: >"$TMP/console"
+	cat >"$TMP/boot.sh" <<'BOOT'
+# boot.sh ROOT CONSOLE, run by unshare in the new namespaces: ROOT becomes
+# a mount point (the unit's sandboxing builds a mount namespace from /),
+# with /proc, a read-only /sys (as in a container), a /dev of its own
+# (CONSOLE as /dev/console) and systemd as PID 1.
+set -eu
+r=$1
+mount --bind "$r" "$r"
+mount -t proc proc "$r/proc"
+mount -t sysfs -o ro sysfs "$r/sys"
+mount -t tmpfs -o mode=0755,nosuid dev "$r/dev"
+for n in null:3 zero:5 full:7 random:8 urandom:9; do
+	mknod -m 0666 "$r/dev/${n%:*}" c 1 "${n#*:}"
+done
+mknod -m 0666 "$r/dev/tty" c 5 0
+mkdir -m 0755 "$r/dev/pts"
+mkdir -m 1777 "$r/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$r/dev/pts"
+ln -s pts/ptmx "$r/dev/ptmx"
+ln -s /proc/self/fd "$r/dev/fd"
+: >"$r/dev/console"
+mount --bind "$2" "$r/dev/console"
+exec chroot "$r" /usr/bin/env container=edgellmd-test-deb /lib/systemd/systemd --system --log-target=journal
+BOOT
+	cat >"$TMP/enter.sh" <<'ENTER'
+# enter.sh CGROUPS CMD...: move into the cgroups listed in the file CGROUPS
+# (where that is allowed), then run CMD.
+while read -r d; do
+	echo $$ >"$d/cgroup.procs" 2>/dev/null || true
+done <"$1"
+shift
+exec "$@"
+ENTER
+	: >"$TMP/cgroups"
+	for d in $(cgroup_dirs); do
+		if mkdir "$d/edgellmd-test-deb.$$" 2>/dev/null; then
+			echo "$d/edgellmd-test-deb.$$" >>"$TMP/cgroups"
+		fi
+	done
+	f0=$fails
+	tb=$(date +%s)
+	sh "$TMP/enter.sh" "$TMP/cgroups" unshare --fork --kill-child --pid --mount --net --uts --ipc --cgroup \
+		sh "$TMP/boot.sh" "$SDROOT" "$TMP/console" </dev/null >"$TMP/boot.log" 2>&1 &
+	NS_UNSHARE=$!
+	while [ -z "$NS_INIT" ] && kill -0 "$NS_UNSHARE" 2>/dev/null; do
+		NS_INIT=$(ns_child)
+		[ -n "$NS_INIT" ] || sleep 0.05
+	done
+	# systemctl answers once systemd is PID 1 there; --wait until the boot
+	# is over.
+	state=""
+	while [ -n "$NS_INIT" ] && [ $(($(date +%s) - tb)) -lt 60 ] && kill -0 "$NS_INIT" 2>/dev/null; do
+		state=$(timeout 60 nsenter -t "$NS_INIT" -m -p chroot "$SDROOT" systemctl is-system-running --wait 2>/dev/null || true)
+		case "$state" in running | degraded) break ;; esac
+		sleep 0.2
+	done
+	case "$state" in
+	running | degraded)
+		pass "systemd boots as PID 1 in namespaces of its own: $state in $(($(date +%s) - tb)) s"
+		if [ "$state" = degraded ]; then
+			echo "info  failed units: $(in_sd systemctl --failed --plain --no-legend | awk '{ printf "%s ", $1 }' || true)"
+		fi
+		;;
+	*)
+		fail "systemd boots as PID 1 in namespaces of its own (state \"$state\" after 60 s; log below)"
+		sed 's/^/      /' "$TMP/boot.log" "$TMP/console"
+		ns_stop
+		return
+		;;
+	esac
+
+	check "dpkg -i under systemd" in_sd dpkg -i /root/new.deb
+	check "postinst started edgellmd.service" in_sd systemctl is-active --quiet edgellmd
+	sd_show StatusText >"$TMP/statustext" 2>&1 || true
+	check "the daemon's STATUS= reached systemd (serving stories260K)" grep -q 'serving stories260K' "$TMP/statustext"
+	http -H 'content-type: application/json' -d '{"prompt":"Once upon a time","max_tokens":8}' \
+		http://127.0.0.1:8001/v1/completions >"$TMP/completion" 2>&1 || true
+	check "a completion over HTTP from the service (127.0.0.1:8001)" grep -q '"text":"[^"]' "$TMP/completion"
+
+	# systemctl reload with the file unchanged: only the SIGHUP that
+	# ExecReload= sends can make the daemon log a reload (its config watch
+	# reloads on edits only).
+	pid0=$(sd_show MainPID || true)
+	n0=$(sd_reloads)
+	check "systemctl reload edgellmd" in_sd systemctl reload edgellmd
+	in_sd systemctl show -P ExecReload edgellmd >"$TMP/execreload" 2>&1 || true
+	check "ExecReload= (edgellmd reload --pid \$MAINPID) exited 0" grep -q 'argv\[\]=/usr/bin/edgellmd reload --pid .*code=exited ; status=0 ' "$TMP/execreload"
+	sd_until 10 sd_more_reloads "$n0" || true
+	check "the daemon got SIGHUP and logged \"config reloaded\"" sd_more_reloads "$n0"
+	check "the reload kept the main process ($pid0), active" sd_same_main "$pid0"
+	# An edit, then systemctl reload: /status.json has the new draft mode.
+	sed -i 's/^  mode: "off"$/  mode: "tree"/' "$SDROOT/etc/edgellmd/edgellmd.yaml" || true
+	check "the config edit is in place (draft.mode: tree)" grep -qx '  mode: "tree"' "$SDROOT/etc/edgellmd/edgellmd.yaml"
+	check "systemctl reload edgellmd after the edit" in_sd systemctl reload edgellmd
+	sd_until 10 sd_status_has '"mode":"tree"' || true
+	check "the edit applied: /status.json has draft mode tree" sd_status_has '"mode":"tree"'
+
+	# kill -9 of the main process: Restart=on-failure starts it again.
+	pid0=$(sd_show MainPID || true)
+	check "kill -9 the main process ($pid0)" nsenter -t "$NS_INIT" -p sh -c "kill -9 $pid0"
+	sd_until 30 sd_restarted "$pid0" || true
+	check "systemd started it again (Restart=on-failure): active, a new main process" sd_restarted "$pid0"
+	check "NRestarts=1" test "$(sd_show NRestarts)" = 1
+	in_sd journalctl -u edgellmd --no-pager >"$TMP/journal" 2>&1 || true
+	check "the journal has the kill (status=9/KILL)" grep -q 'status=9/KILL' "$TMP/journal"
+	http http://127.0.0.1:8001/health >"$TMP/health" 2>&1 || true
+	check "after the restart /health answers ok" grep -q '"status":"ok"' "$TMP/health"
+	check "systemctl stop edgellmd" in_sd systemctl stop edgellmd
+	check "stopped: inactive, Result=success (SIGTERM drains, exit 0)" sd_stopped
+	if [ "$fails" -ne "$f0" ]; then
+		echo "      edgellmd.service's journal (last 40 lines):"
+		in_sd journalctl -u edgellmd --no-pager | tail -40 | cut -c1-240 | sed 's/^/      /'
+	fi
+	ns_stop
+}
+if [ "${DEB_CHROOT_TEST:-1}" = 0 ] || [ "${DEB_SYSTEMD_TEST:-1}" = 0 ]; then
+	echo "skip  systemd test: DEB_CHROOT_TEST=0 or DEB_SYSTEMD_TEST=0"
+elif [ "$(id -u)" != 0 ]; then
+	echo "skip  systemd test: needs root (namespaces, chroot)"
+elif ! command -v debootstrap >/dev/null; then
+	echo "skip  systemd test: debootstrap not found (apt-get install debootstrap)"
+elif ! command -v unshare >/dev/null || ! command -v nsenter >/dev/null || ! command -v curl >/dev/null; then
+	echo "skip  systemd test: needs unshare and nsenter (util-linux) and curl"
+elif ! unshare --fork --pid --mount --net --uts --ipc --cgroup true 2>"$TMP/unshare.err"; then
+	echo "skip  systemd test: no new namespaces on this machine: $(head -n 1 "$TMP/unshare.err")"
+else
+	t0=$(date +%s)
+	systemd_test
+	echo "systemd test took $(($(date +%s) - t0)) s"
 fi
 
 if [ "$fails" -ne 0 ]; then

@@ -20,6 +20,7 @@ const usage = `edgellmd: an edge LLM appliance with an OpenAI-compatible endpoin
 Usage:
   edgellmd serve    [-c /etc/edgellmd/edgellmd.yaml] [--model MODEL.gguf] [--listen 127.0.0.1:8001] [--device auto|cpu|gpu|gpu:N]
                     [--log-level info] [--check-config]
+  edgellmd reload   --pid PID                                SIGHUP to a running edgellmd serve: it re-reads its config (the unit's ExecReload=)
   edgellmd run      -m MODEL.gguf -p PROMPT [-n 64] [--temp 0] [--top-k K] [--top-p P] [--seed 42] [--json] [--ignore-eos] [--special=false]
                     [--kv f16|f32] [--device auto|cpu|gpu|gpu:N] [--draft off|linear|tree] [--draft-steps 8] [--draft-top-k 2] [--draft-nodes 16] [--drafters mtp,suffix]
   edgellmd devices  [--json]                                 the Vulkan devices, and what --device auto picks
@@ -79,6 +80,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		err = cmdConvert(rest, stdout, log)
 	case "serve":
 		err = cmdServe(rest, stdout, log)
+	case "reload":
+		err = cmdReload(rest, stdout, log)
 	case "devices":
 		err = cmdDevices(rest, stdout, log)
 	case "version", "--version", "-version":

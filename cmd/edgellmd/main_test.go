@@ -13,6 +13,18 @@ import (
 
 const stories = "../../testdata/models/stories260K.gguf"
 
+// asMainEnv set to 1 makes the test binary edgellmd itself, its arguments
+// the command line: tests run `edgellmd serve` as a child process without
+// building the binary first.
+const asMainEnv = "EDGELLMD_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
 type golden struct {
 	Prompt       string  `json:"prompt"`
 	PromptTokens []int32 `json:"prompt_tokens"`
