@@ -95,13 +95,29 @@ func ClearDir(dir string) (files int, bytes int64, err error) {
 	if _, err := os.Stat(dir); err != nil {
 		return 0, 0, fmt.Errorf("state: %w", err)
 	}
+	ids, err := listSegments(dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("state: %w", err)
+	}
+	lockPath := filepath.Join(dir, lockName)
+	_, statErr := os.Stat(lockPath)
+	hadLock := statErr == nil
+	if len(ids) == 0 && !hadLock {
+		// not a cache directory (or an empty one): nothing to clear, and
+		// nothing to leave behind in it
+		return 0, 0, nil
+	}
 	lock, err := lockDir(dir)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer unlockDir(lock)
-	ids, err := listSegments(dir)
-	if err != nil {
+	defer func() {
+		if !hadLock {
+			os.Remove(lockPath) // ours: the directory had none
+		}
+		unlockDir(lock)
+	}()
+	if ids, err = listSegments(dir); err != nil { // again, under the lock
 		return 0, 0, fmt.Errorf("state: %w", err)
 	}
 	for _, id := range ids {
