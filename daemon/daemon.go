@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -148,7 +149,22 @@ func newDaemon(opts Options, defaultPath string) (*Daemon, error) {
 // readConfig reads the file (or the defaults when the file is absent and
 // allowMissing), applies the flags and validates.
 func (d *Daemon) readConfig(allowMissing bool) (Config, bool, error) {
-	cfg, err := LoadConfig(d.configPath)
+	return d.readConfigFile(allowMissing, false)
+}
+
+// readConfigFile is readConfig; reload asks for a file that has stopped
+// changing and is not empty (settledConfig).
+func (d *Daemon) readConfigFile(allowMissing, reload bool) (Config, bool, error) {
+	var cfg Config
+	var err error
+	if reload {
+		var data []byte
+		if data, err = settledConfig(d.configPath); err == nil {
+			cfg, err = ParseConfig(d.configPath, data)
+		}
+	} else {
+		cfg, err = LoadConfig(d.configPath)
+	}
 	fromFile := err == nil
 	if errors.Is(err, fs.ErrNotExist) && allowMissing {
 		cfg, err = DefaultConfig(), nil
@@ -668,7 +684,7 @@ func (d *Daemon) Reload() error {
 	}
 	st := &ReloadStatus{At: time.Now()}
 	cur := d.Config()
-	next, fromFile, err := d.readConfig(!d.explicit && !d.hadFile)
+	next, fromFile, err := d.readConfigFile(!d.explicit && !d.hadFile, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		err = fmt.Errorf("%s was removed or renamed: the running configuration stays in force until the file is back (%w)", d.configPath, fs.ErrNotExist)
 	}
@@ -777,4 +793,54 @@ type warnWriter struct{ log zerolog.Logger }
 func (w warnWriter) Write(p []byte) (int, error) {
 	w.log.Warn().Str("component", "http").Msg(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// configSettle and configSettleTries: a reload reads the config file until
+// two reads configSettle apart agree, at most configSettleTries times. An
+// editor that writes in place, or a copy caught midway, shows a half file
+// that a reload would otherwise apply, with defaults for the missing keys.
+const (
+	configSettle      = 100 * time.Millisecond
+	configSettleTries = 20
+)
+
+// settledConfig reads the config file once it has stopped changing, and
+// refuses one with no settings in it (emptied or truncated): applying it
+// would reset every setting to its default, power.pin included.
+func settledConfig(path string) ([]byte, error) {
+	prev, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	for i := 0; ; i++ {
+		// Waiting here is for another program to finish writing the file,
+		// which nothing signals.
+		time.Sleep(configSettle)
+		cur, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if bytes.Equal(cur, prev) {
+			break
+		}
+		if i == configSettleTries {
+			return nil, fmt.Errorf("%s kept changing for %s: not applied; the next reload (or the file watcher, once it settles) tries again", path, configSettle*configSettleTries)
+		}
+		prev = cur
+	}
+	if !hasSettings(prev) {
+		return nil, fmt.Errorf("%s is empty (no settings, only blanks or comments): not applied, since it would reset every setting to its default; restore the file, or write the settings you want", path)
+	}
+	return prev, nil
+}
+
+// hasSettings reports whether YAML text has a line that is not blank or a
+// comment.
+func hasSettings(data []byte) bool {
+	for _, line := range strings.Split(string(data), "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") && t != "---" {
+			return true
+		}
+	}
+	return false
 }

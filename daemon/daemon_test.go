@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -285,6 +286,18 @@ func TestServeLifecycle(t *testing.T) {
 	if c := d.Config(); c.Draft.Mode != "tree" || c.Draft.TopK != 4 {
 		t.Fatalf("bad reload changed the config: %+v", c.Draft)
 	}
+	// An emptied file (a truncation caught by the reload, or a mistake) is
+	// refused: applied, it would put every setting back to its default.
+	writeConfig(t, cfgPath, "# emptied\n\n")
+	sigs <- syscall.SIGHUP
+	await(t, notes, "RELOADING=1", has("RELOADING=1"))
+	await(t, notes, "READY=1 after an empty file", has("READY=1"))
+	if lr := d.LastReload(); lr == nil || !strings.Contains(lr.Err, "is empty") {
+		t.Fatalf("last reload after an empty file %+v", lr)
+	}
+	if c := d.Config(); c.Draft.Mode != "tree" || c.Draft.TopK != 4 || c.Log.Level != "warn" {
+		t.Fatalf("an empty file changed the config: %+v", c)
+	}
 
 	// SIGTERM while a request is in flight: STOPPING=1, no new connections,
 	// the request still completes, then the stop hooks, then exit 0.
@@ -499,5 +512,47 @@ func TestStartFailsOnMissingModel(t *testing.T) {
 	err = d.Run(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), "model.path") || !strings.Contains(err.Error(), "absent.gguf") {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestSettledConfig: a reload takes the config file only once two reads
+// agree, refuses one that keeps changing, and refuses an empty one.
+func TestSettledConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "edgellmd.yaml")
+	if err := os.WriteFile(path, []byte("log:\n  level: warn\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := settledConfig(path); err != nil || string(data) != "log:\n  level: warn\n" {
+		t.Fatalf("a settled file: %q, %v", data, err)
+	}
+	for _, empty := range []string{"", "\n\n", "# all comments\n  # indented\n", "---\n"} {
+		if err := os.WriteFile(path, []byte(empty), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := settledConfig(path); err == nil || !strings.Contains(err.Error(), "is empty") {
+			t.Errorf("%q: %v, want an error saying the file is empty", empty, err)
+		}
+	}
+	// A writer that rewrites the file faster than it settles, for longer
+	// than a reload waits: refused, naming the file.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.WriteFile(path, []byte(fmt.Sprintf("log:\n  level: warn\n# %d\n", i)), 0o644)
+			time.Sleep(configSettle / 4)
+		}
+	}()
+	_, err := settledConfig(path)
+	close(stop)
+	<-done
+	if err == nil || !strings.Contains(err.Error(), "kept changing") {
+		t.Errorf("a file that keeps changing: %v, want it refused", err)
 	}
 }
