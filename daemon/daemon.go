@@ -230,7 +230,10 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 	}
 	d.log.Info().Strs("listen", addrs).Msg("listening")
 
-	reqCtx, cancelRequests := context.WithCancel(context.Background())
+	reqCtx, cancelCause := context.WithCancelCause(context.Background())
+	// Requests cancelled by the drain say so (web.ErrServerStopping), not
+	// that their client left.
+	cancelRequests := func() { cancelCause(web.ErrServerStopping) }
 	defer cancelRequests()
 	srv := &http.Server{
 		Handler:           http.HandlerFunc(d.serveHTTP),
@@ -393,7 +396,7 @@ loop:
 // drain stops accepting connections and lets in-flight requests finish for
 // up to timeout, or until a second SIGTERM/SIGINT; then it cancels them
 // (their generations stop within one decode step) and closes what is left.
-func (d *Daemon) drain(srv *http.Server, timeout time.Duration, signals <-chan os.Signal, cancelRequests context.CancelFunc) {
+func (d *Daemon) drain(srv *http.Server, timeout time.Duration, signals <-chan os.Signal, cancelRequests func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	watched := make(chan struct{})

@@ -75,12 +75,20 @@ func toAPIError(ctx context.Context, err error) *apiError {
 	case ctx != nil && errors.Is(context.Cause(ctx), errRequestTimeout):
 		return &apiError{Status: http.StatusGatewayTimeout, Type: "timeout_error", Code: "request_timeout",
 			Message: "the request did not finish within the server's request timeout"}
+	case ctx != nil && errors.Is(context.Cause(ctx), ErrServerStopping):
+		return &apiError{Status: http.StatusServiceUnavailable, Type: "unavailable_error", Code: "server_stopping",
+			Message: "the server stopped before the request finished (it was told to stop without waiting)"}
 	case errors.Is(err, context.Canceled) || errors.Is(err, errClientGone):
 		// nginx's "client closed request": nobody reads it, the log does.
 		return &apiError{Status: 499, Type: "client_closed_request", Message: "the client closed the request"}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "internal error: " + err.Error()}
 }
+
+// ErrServerStopping is the cause the daemon cancels in-flight requests
+// with when it stops without waiting for them (a second SIGTERM, or the
+// drain deadline): their error says the server ended them.
+var ErrServerStopping = errors.New("the server is stopping")
 
 type errorBody struct {
 	Error errorObject `json:"error"`

@@ -449,3 +449,22 @@ func TestRequestLogLine(t *testing.T) {
 		t.Errorf("generated request id %q (%v)", resp.Header.Get("X-Request-ID"), err)
 	}
 }
+
+// TestStoppedRequestsSayTheServerStopped: a request cancelled because the
+// server stops without waiting (the daemon cancels with ErrServerStopping)
+// is a 503 server_stopping, not a client that closed the request; a plain
+// cancellation still is one.
+func TestStoppedRequestsSayTheServerStopped(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrServerStopping)
+	child, stop := context.WithCancel(ctx)
+	defer stop()
+	if ae := toAPIError(child, context.Canceled); ae.Status != http.StatusServiceUnavailable || ae.Code != "server_stopping" {
+		t.Errorf("stopped by the server: %d %s %s", ae.Status, ae.Type, ae.Code)
+	}
+	gone, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if ae := toAPIError(gone, context.Canceled); ae.Status != 499 || ae.Type != "client_closed_request" {
+		t.Errorf("client gone: %d %s", ae.Status, ae.Type)
+	}
+}
