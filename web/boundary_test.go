@@ -170,3 +170,37 @@ func TestCachedTokensAgentConversation(t *testing.T) {
 		prevStable = warm.api.publishPoints(req, text, ids)[0]
 	}
 }
+
+// TestIdenticalRepeatHitsTheCache: the same chat request twice reuses at
+// least 95% of its prompt from the prefix cache the second time, on
+// stories260K (no chat template: the ChatML fallback) and on the qwen35
+// model with the Qwen3 template (recurrent state: a snapshot must exist at
+// the very position).
+func TestIdenticalRepeatHitsTheCache(t *testing.T) {
+	for _, path := range []string{storiesPath, qwen35Model(t)} {
+		eng, err := engine.Load(path, engine.Options{Threads: 1, KVType: tensor.F16, ContextLen: 4096, CacheMaxBytes: 1 << 30, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := startServer(t, eng, 1, Options{})
+		body := `{"messages":[{"role":"system","content":"You are a careful assistant who answers in one line."},` +
+			`{"role":"user","content":"Once upon a time there was a little fox who lived by the river. What did the fox do?"}],` +
+			`"max_tokens":4,"temperature":0}`
+		var cached, prompt [2]int
+		for i := range cached {
+			status, _, data := post(t, ts.URL+"/v1/chat/completions", body)
+			if status != 200 {
+				t.Fatalf("%s: status %d: %s", path, status, data)
+			}
+			var r struct{ Usage usage }
+			if err := json.Unmarshal(data, &r); err != nil {
+				t.Fatal(err)
+			}
+			cached[i], prompt[i] = r.Usage.PromptTokensDetails.CachedTokens, r.Usage.PromptTokens
+		}
+		if cached[0] != 0 || cached[1]*100 < prompt[1]*95 {
+			t.Errorf("%s: cached tokens %v of %v, want 0 then at least 95%%", path, cached, prompt)
+		}
+		eng.Close()
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/edgellmd/edgellmd/engine/chat"
@@ -231,6 +232,12 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 		return nil, err
 	}
 	plan.publishAt = s.publishPoints(p.Chat, promptText, plan.prompt)
+	// And the whole prompt but its last token (the engine always runs that
+	// one, for its logits): an identical request (a retry, an agent asking
+	// again, a fixed prompt) then reuses all of it, whatever the template.
+	if n := len(plan.prompt) - 1; n > 0 && !slices.Contains(plan.publishAt, n) {
+		plan.publishAt = append(plan.publishAt, n)
+	}
 	reasoningOpen := chat.ReasoningOpen(promptText)
 	hasTools := len(p.Chat.Tools) > 0
 	parse := hasTools && p.ToolChoice != toolNone
