@@ -206,4 +206,7 @@ func (s *Scheduler) LastBeat() time.Time {
 }
 
 // Engine returns the engine the scheduler runs.
+// Depth is how many requests may wait behind the running one.
+func (s *Scheduler) Depth() int { return s.depth }
+
 func (s *Scheduler) Engine() *Engine { return s.eng }

@@ -4,11 +4,13 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
 )
 
@@ -282,7 +284,26 @@ func toolChoiceName(p *chatParams) string {
 // generation settings; param is the request field that holds the prompt.
 func (s *Server) newPlan(param, text string, ids []int32, g genParams) (*genPlan, error) {
 	if ids == nil {
-		ids = s.encodePrompt(text)
+		// Every token stands for at least one byte of the text (one more
+		// for a SentencePiece dummy prefix, one token more for BOS), at most
+		// maxTokenBytes: a text this long is over the context whatever its
+		// tokens, and is refused before tokenizing it.
+		if s.maxTokenBytes > 0 && len(text) > s.ctxLen*s.maxTokenBytes {
+			return nil, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: "context_length_exceeded",
+				Message: fmt.Sprintf("This model's maximum context length is %d tokens. However, your prompt is %d bytes, so at least %d tokens (no token is longer than %d bytes).",
+					s.ctxLen, len(text), len(text)/s.maxTokenBytes, s.maxTokenBytes)}
+		}
+		if s.tokenizing != nil {
+			select {
+			case s.tokenizing <- struct{}{}:
+			default:
+				return nil, toAPIError(nil, engine.ErrQueueFull)
+			}
+			ids = s.encodePrompt(text)
+			<-s.tokenizing
+		} else {
+			ids = s.encodePrompt(text)
+		}
 	}
 	if len(ids) == 0 {
 		return nil, badRequest(param, "the prompt is empty")

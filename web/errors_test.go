@@ -468,3 +468,43 @@ func TestStoppedRequestsSayTheServerStopped(t *testing.T) {
 		t.Errorf("client gone: %d %s", ae.Status, ae.Type)
 	}
 }
+
+// TestLongPromptsRefusedBeforeTokenizing: a prompt longer than the
+// context times the longest token is refused at once, without
+// tokenizing it; prompts are tokenized at most as many at once as the
+// engine's queue holds, the excess refused like a full queue.
+func TestLongPromptsRefusedBeforeTokenizing(t *testing.T) {
+	ts := storiesServer(t, 1, Options{})
+	limit := ts.api.ctxLen * ts.api.maxTokenBytes
+	if ts.api.maxTokenBytes <= 0 || ts.api.maxTokenBytes > 64 {
+		t.Fatalf("stories260K's longest token: %d bytes", ts.api.maxTokenBytes)
+	}
+	word := strings.Repeat("a", limit+1)
+	for _, route := range []struct{ path, body, param string }{
+		{"/v1/completions", `{"prompt":"` + word + `","max_tokens":1}`, "prompt"},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"` + word + `"}],"max_tokens":1}`, "messages"},
+	} {
+		status, _, data := post(t, ts.URL+route.path, route.body)
+		var e struct {
+			Error struct{ Code, Param, Message string }
+		}
+		json.Unmarshal(data, &e)
+		if status != 400 || e.Error.Code != "context_length_exceeded" || e.Error.Param != route.param || !strings.Contains(e.Error.Message, "at least") {
+			t.Errorf("%s with %d bytes: %d %s", route.path, len(word), status, data)
+		}
+	}
+	// every tokenizing slot taken: the next prompt is refused, not queued
+	for i := 0; i < cap(ts.api.tokenizing); i++ {
+		ts.api.tokenizing <- struct{}{}
+	}
+	status, _, data := post(t, ts.URL+"/v1/completions", `{"prompt":"Once upon a time","max_tokens":1}`)
+	for i := 0; i < cap(ts.api.tokenizing); i++ {
+		<-ts.api.tokenizing
+	}
+	if status != 429 || !strings.Contains(string(data), "queue_full") {
+		t.Errorf("with every tokenizing slot taken: %d %s, want 429 queue_full", status, data)
+	}
+	if status, _, data := post(t, ts.URL+"/v1/completions", `{"prompt":"Once upon a time","max_tokens":1}`); status != 200 {
+		t.Errorf("after the slots came back: %d %s", status, data)
+	}
+}

@@ -81,6 +81,13 @@ type Server struct {
 	started  time.Time
 	metrics  *metrics
 	book     statusBook // recent requests and errors for the status page
+	// maxTokenBytes is the longest token's text: a prompt of more than
+	// ctxLen times it cannot fit, tokenized or not.
+	maxTokenBytes int
+	// tokenizing bounds the prompts tokenized at once, outside the
+	// engine's queue, to the queue's own bound: a slow prompt waits its
+	// turn like a generation, or is refused like one.
+	tokenizing chan struct{}
 }
 
 // New builds the server and its routes.
@@ -89,7 +96,12 @@ func New(opt Options) (*Server, error) {
 		return nil, errors.New("web: Options.Scheduler is nil")
 	}
 	e := opt.Scheduler.Engine()
-	return newServer(opt, e.Tokenizer(), e.ContextLen(), opt.Scheduler.Submit)
+	srv, err := newServer(opt, e.Tokenizer(), e.ContextLen(), opt.Scheduler.Submit)
+	if err != nil {
+		return nil, err
+	}
+	srv.tokenizing = make(chan struct{}, opt.Scheduler.Depth()+1)
+	return srv, nil
 }
 
 // newServer builds a server over any token source (tests script one).
@@ -109,6 +121,9 @@ func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSourc
 	s := &Server{opt: opt, log: opt.Log, source: src, tok: tok, ctxLen: ctxLen, tpl: opt.Template, created: time.Now().Unix(), started: time.Now()}
 	s.book.since = s.started
 	v := tok.Vocab()
+	for i := range v.Tokens {
+		s.maxTokenBytes = max(s.maxTokenBytes, len(v.Tokens[i]), len(tok.Piece(int32(i))))
+	}
 	if v.BOS >= 0 && int(v.BOS) < len(v.Tokens) {
 		s.bosText = v.Tokens[v.BOS]
 	}
