@@ -173,9 +173,9 @@ func TestBodyDeadlineLiftedAfterTheBody(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	ts, src := scriptServer(t, Options{BodyTimeout: timeout}, "Once upon a time there was a cat.")
 	src.pauseAt, src.resume = 5, make(chan struct{})
+	start := time.Now() // before the timer: the generation cannot end before start+3*timeout
 	time.AfterFunc(3*timeout, func() { close(src.resume) })
 	c := ts.client()
-	start := time.Now()
 	res, err := c.Completions.New(context.Background(), openai.CompletionNewParams{
 		Model: "test-model", Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("x")}})
 	if err != nil {
