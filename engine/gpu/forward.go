@@ -61,10 +61,10 @@ func (s *gpuState) pass(b *model.Batch, c0, c1 int, out *int, logits, inHidden, 
 		par := bytesI32(s.parents.Bytes())
 		copy(par, b.Parent[c0:c1])
 		if !s.chain {
-			s.hostA.build(b.Parent[c0:c1])
+			s.ancOff, s.ancIdx = model.AppendAncestry(s.ancOff[:0], s.ancIdx[:0], b.Parent[c0:c1])
 			a := bytesI32(s.anc.Bytes())
-			copy(a, s.hostA.off)
-			copy(a[len(s.hostA.off):], s.hostA.idx)
+			copy(a, s.ancOff)
+			copy(a[len(s.ancOff):], s.ancIdx)
 		}
 	}
 	var logitsBuf, hiddenBuf, topBuf *Buffer

@@ -107,27 +107,11 @@ func (s *gpuState) SnapshotWith(kv []*model.KVRows) (model.Snapshot, error) {
 
 // checkRows checks that r has this state's layer shapes and KV type.
 func (s *gpuState) checkRows(r *model.KVRows) error {
-	if r == nil || r.Layers() != len(s.kv) {
-		return fmt.Errorf("GPU model: KV rows were not made by a state of this model")
-	}
-	kvt := s.m.w.KVType
+	dims := make([]int, len(s.kv))
 	for i := range s.kv {
-		c, l := &s.kv[i], r.Layer(i)
-		want := r.Len() * c.dim
-		var ok bool
-		switch kvt {
-		case tensor.F16:
-			ok = len(l.K16) == want && len(l.V16) == want && l.K32 == nil && l.K8 == nil
-		case tensor.E4M3:
-			ok = len(l.K8) == want && len(l.V8) == want && l.K16 == nil && l.K32 == nil
-		default:
-			ok = len(l.K32) == want && len(l.V32) == want && l.K16 == nil && l.K8 == nil
-		}
-		if !ok {
-			return fmt.Errorf("GPU model: KV rows of layer %d do not fit this state (other model or KV type)", i)
-		}
+		dims[i] = s.kv[i].dim
 	}
-	return nil
+	return r.Check(s.m.w.KVType, dims)
 }
 
 func (s *gpuState) Restore(sn model.Snapshot) error {

@@ -45,8 +45,8 @@ type gpuState struct {
 	logits, hidden, hin                 *Buffer // results; the MTP head's input hidden states
 	logitsDev, top                      *Buffer // greedy steps: logits on the device, top tokens back
 
-	owned []*Buffer
-	hostA ancestry // scratch for tree ancestry lists
+	owned          []*Buffer
+	ancOff, ancIdx []int32 // scratch for a tree's ancestry lists
 }
 
 // kvCache is one attention layer's keys and values on the device.
@@ -257,15 +257,8 @@ func (s *gpuState) Commit(path []int) error {
 		}
 		return fmt.Errorf("GPU model: Commit of %d nodes, but no tree batch is pending", len(path))
 	}
-	prev := -1
-	for k, idx := range path {
-		if idx < 0 || idx >= s.pending {
-			return fmt.Errorf("GPU model: Commit path[%d] = %d is not a node of the pending batch of %d", k, idx, s.pending)
-		}
-		if int(s.parent[idx]) != prev {
-			return fmt.Errorf("GPU model: Commit path[%d] = %d has parent %d, not path[%d] = %d: not a root-to-node path", k, idx, s.parent[idx], k-1, prev)
-		}
-		prev = idx
+	if err := model.CheckPath(s.parent, s.pending, path); err != nil {
+		return err
 	}
 	pb := bytesI32(s.path.Bytes())
 	for k, idx := range path {
@@ -321,29 +314,6 @@ func (s *gpuState) Reset() {
 		if err := s.zeroRecurrent(); err != nil {
 			s.err = err
 		}
-	}
-}
-
-// ancestry lists, for every node of a tree batch, the batch indices it
-// attends to (its ancestors and itself) in ascending order, flattened as
-// off[0..n] then idx (the layout AttnParams.Anc takes).
-type ancestry struct {
-	off, idx []int32
-}
-
-func (a *ancestry) build(parent []int32) {
-	n := len(parent)
-	a.off = append(a.off[:0], 0)
-	a.idx = a.idx[:0]
-	for i := 0; i < n; i++ {
-		start := len(a.idx)
-		for j := int32(i); j >= 0; j = parent[j] {
-			a.idx = append(a.idx, j)
-		}
-		for l, r := start, len(a.idx)-1; l < r; l, r = l+1, r-1 {
-			a.idx[l], a.idx[r] = a.idx[r], a.idx[l]
-		}
-		a.off = append(a.off, int32(len(a.idx)))
 	}
 }
 

@@ -87,21 +87,43 @@ type ancestry struct {
 }
 
 func (a *ancestry) build(parent []int32) {
-	n := len(parent)
-	a.off = growInt32(a.off, n+1)
-	a.idx = a.idx[:0]
-	a.off[0] = 0
-	for i := 0; i < n; i++ {
-		start := len(a.idx)
+	a.off, a.idx = AppendAncestry(a.off[:0], a.idx[:0], parent)
+}
+
+// AppendAncestry appends to off and idx, for every node of a tree batch
+// with these parents, the batch indices it may attend to (its ancestors
+// and itself, root first): node i's list is idx[off[i]:off[i+1]], off
+// having len(parent)+1 entries. Backends share it for their masks.
+func AppendAncestry(off, idx, parent []int32) ([]int32, []int32) {
+	off = append(off, int32(len(idx)))
+	for i := range parent {
+		start := len(idx)
 		for j := int32(i); j >= 0; j = parent[j] {
-			a.idx = append(a.idx, j)
+			idx = append(idx, j)
 		}
 		// collected node..root; the attention walk wants cache order (root first)
-		for l, r := start, len(a.idx)-1; l < r; l, r = l+1, r-1 {
-			a.idx[l], a.idx[r] = a.idx[r], a.idx[l]
+		for l, r := start, len(idx)-1; l < r; l, r = l+1, r-1 {
+			idx[l], idx[r] = idx[r], idx[l]
 		}
-		a.off[i+1] = int32(len(a.idx))
+		off = append(off, int32(len(idx)))
 	}
+	return off, idx
+}
+
+// CheckPath checks that path (batch indices) is a root-to-node path of a
+// pending batch of pending nodes with these parents, as State.Commit takes.
+func CheckPath(parent []int32, pending int, path []int) error {
+	prev := -1
+	for k, idx := range path {
+		if idx < 0 || idx >= pending {
+			return fmt.Errorf("model: Commit path[%d] = %d is not a node of the pending batch of %d", k, idx, pending)
+		}
+		if int(parent[idx]) != prev {
+			return fmt.Errorf("model: Commit path[%d] = %d has parent %d, not path[%d] = %d: not a root-to-node path", k, idx, parent[idx], k-1, prev)
+		}
+		prev = idx
+	}
+	return nil
 }
 
 func growInt32(s []int32, n int) []int32 {

@@ -150,20 +150,36 @@ func (s *state) SnapshotWith(kv []*KVRows) (Snapshot, error) {
 
 // checkRows checks that r has this state's layer shapes.
 func (s *state) checkRows(r *KVRows) error {
-	if r == nil || len(r.layers) != len(s.kv) {
-		return fmt.Errorf("model: KV rows were not made by a state of this model")
-	}
+	dims := make([]int, len(s.kv))
+	kvType := tensor.F32
 	for i := range s.kv {
-		c, l := &s.kv[i], &r.layers[i]
-		want := r.n * c.dim
-		if c.dim == 0 {
-			want = 0
-		}
-		var ok bool
+		c := &s.kv[i]
+		dims[i] = c.dim
 		switch {
 		case c.k16 != nil:
-			ok = len(l.k16) == want && len(l.v16) == want && l.k32 == nil && l.k8 == nil
+			kvType = tensor.F16
 		case c.k8 != nil:
+			kvType = tensor.E4M3
+		}
+	}
+	return r.Check(kvType, dims)
+}
+
+// Check reports whether r fits a state whose attention layers hold dims[i]
+// values a token (0: no attention) in a cache of kvType: the same layers,
+// the KV type's slices and nothing else, r.Len() rows each.
+func (r *KVRows) Check(kvType tensor.DType, dims []int) error {
+	if r == nil || len(r.layers) != len(dims) {
+		return fmt.Errorf("model: KV rows were not made by a state of this model")
+	}
+	for i, dim := range dims {
+		l := &r.layers[i]
+		want := r.n * dim
+		var ok bool
+		switch kvType {
+		case tensor.F16:
+			ok = len(l.k16) == want && len(l.v16) == want && l.k32 == nil && l.k8 == nil
+		case tensor.E4M3:
 			ok = len(l.k8) == want && len(l.v8) == want && l.k16 == nil && l.k32 == nil
 		default:
 			ok = len(l.k32) == want && len(l.v32) == want && l.k16 == nil && l.k8 == nil

@@ -146,15 +146,8 @@ func (s *state) Commit(path []int) error {
 		}
 		return fmt.Errorf("model: Commit of %d nodes, but no tree batch is pending", len(path))
 	}
-	prev := -1
-	for k, idx := range path {
-		if idx < 0 || idx >= s.pending {
-			return fmt.Errorf("model: Commit path[%d] = %d is not a node of the pending batch of %d", k, idx, s.pending)
-		}
-		if int(s.parent[idx]) != prev {
-			return fmt.Errorf("model: Commit path[%d] = %d has parent %d, not path[%d] = %d: not a root-to-node path", k, idx, s.parent[idx], k-1, prev)
-		}
-		prev = idx
+	if err := CheckPath(s.parent, s.pending, path); err != nil {
+		return err
 	}
 	for i := range s.kv {
 		c := &s.kv[i]

@@ -28,16 +28,6 @@ type Device struct {
 	cmd                     uintptr
 }
 
-var deviceTypeNames = []string{"other", "integrated GPU", "discrete GPU", "virtual GPU", "CPU"}
-
-// TypeName is the VkPhysicalDeviceType in words.
-func (d *Device) TypeName() string {
-	if t := int(d.Props.DeviceType); t < len(deviceTypeNames) {
-		return deviceTypeNames[t]
-	}
-	return "?"
-}
-
 // Name is the device name.
 func (d *Device) Name() string { return GoString(d.Props.DeviceName[:]) }
 
@@ -267,27 +257,6 @@ func (in *Instance) Open(i int) (*Device, error) {
 	return d, nil
 }
 
-// CooperativeMatrices lists the tensor-core shapes and types the device
-// offers through VK_KHR_cooperative_matrix (nil when it has none).
-func (d *Device) CooperativeMatrices() []CooperativeMatrixPropertiesKHR {
-	f := d.F
-	if !d.Extensions["VK_KHR_cooperative_matrix"] || f.GetPhysicalDeviceCooperativeMatrixPropertiesKHR == nil {
-		return nil
-	}
-	var n uint32
-	if f.GetPhysicalDeviceCooperativeMatrixPropertiesKHR(d.Physical, &n, nil) != 0 || n == 0 {
-		return nil
-	}
-	ps := make([]CooperativeMatrixPropertiesKHR, n)
-	for i := range ps {
-		ps[i].SType = StructureTypeCooperativeMatrixPropertiesKHR
-	}
-	if f.GetPhysicalDeviceCooperativeMatrixPropertiesKHR(d.Physical, &n, &ps[0]) != 0 {
-		return nil
-	}
-	return ps[:n]
-}
-
 // Close destroys the device (not its instance).
 func (d *Device) Close() {
 	f := d.F
@@ -370,47 +339,6 @@ func (d *Device) NewBuffer(size uint64, host bool) (*Buffer, error) {
 	return b, nil
 }
 
-// ImportHost wraps host memory (e.g. an mmap'd model file: page aligned,
-// size a multiple of the import alignment) as a storage buffer without a
-// copy, through VK_EXT_external_memory_host.
-func (d *Device) ImportHost(p unsafe.Pointer, size uint64) (*Buffer, error) {
-	f := d.F
-	if !d.HostImport {
-		return nil, fmt.Errorf("vulkan: VK_EXT_external_memory_host not supported by %s", d.Name())
-	}
-	hp := &MemoryHostPointerPropertiesEXT{SType: StructureTypeMemoryHostPointerPropertiesEXT}
-	if err := check("vkGetMemoryHostPointerPropertiesEXT", f.GetMemoryHostPointerPropertiesEXT(d.Dev, ExternalMemoryHandleTypeHostAllocationEXT, p, hp)); err != nil {
-		return nil, err
-	}
-	var pin pins
-	defer pin.Unpin()
-	ext := &ExternalMemoryBufferCreateInfo{SType: StructureTypeExternalMemoryBufferCreateInfo, HandleTypes: ExternalMemoryHandleTypeHostAllocationEXT}
-	pin.ptr(ext)
-	b := &Buffer{Size: size, Imported: true}
-	bci := &BufferCreateInfo{SType: StructureTypeBufferCreateInfo, PNext: unsafe.Pointer(ext), Size: size, Usage: BufferUsageStorage | BufferUsageTransferSrc}
-	if err := check("vkCreateBuffer(external)", f.CreateBuffer(d.Dev, bci, nil, &b.Buf)); err != nil {
-		return nil, err
-	}
-	var req MemoryRequirements
-	f.GetBufferMemoryRequirements(d.Dev, b.Buf, &req)
-	mt, ok := d.memoryType(req.MemoryTypeBits&hp.MemoryTypeBits, 0, MemoryPropertyDeviceLocal)
-	if !ok {
-		return nil, fmt.Errorf("vulkan: no memory type can import host pointer (buffer bits %#x, host bits %#x)", req.MemoryTypeBits, hp.MemoryTypeBits)
-	}
-	b.Flags = d.Mem.MemoryTypes[mt].PropertyFlags
-	imp := &ImportMemoryHostPointerInfoEXT{SType: StructureTypeImportMemoryHostPointerInfoEXT, HandleType: ExternalMemoryHandleTypeHostAllocationEXT, PHostPointer: p}
-	pin.ptr(imp)
-	mai := &MemoryAllocateInfo{SType: StructureTypeMemoryAllocateInfo, PNext: unsafe.Pointer(imp), AllocationSize: size, MemoryTypeIndex: mt}
-	if err := check("vkAllocateMemory(import host pointer)", f.AllocateMemory(d.Dev, mai, nil, &b.Mem)); err != nil {
-		return nil, err
-	}
-	if err := check("vkBindBufferMemory", f.BindBufferMemory(d.Dev, b.Buf, b.Mem, 0)); err != nil {
-		return nil, err
-	}
-	b.Host = p
-	return b, nil
-}
-
 // Free releases a buffer.
 func (d *Device) Free(b *Buffer) {
 	if b == nil {
@@ -423,46 +351,6 @@ func (d *Device) Free(b *Buffer) {
 	if !b.Shared {
 		d.F.FreeMemory(d.Dev, b.Mem, nil)
 	}
-}
-
-// Upload copies data into b: directly when b is mapped, else through a
-// temporary host-visible staging buffer and vkCmdCopyBuffer.
-func (d *Device) Upload(b *Buffer, data []byte) error {
-	if b.Host != nil {
-		copy(b.Bytes(), data)
-		return nil
-	}
-	st, err := d.NewBuffer(uint64(len(data)), true)
-	if err != nil {
-		return err
-	}
-	defer d.Free(st)
-	copy(st.Bytes(), data)
-	_, err = d.Run(func(cb uintptr) {
-		d.F.CmdCopyBuffer(cb, st.Buf, b.Buf, 1, &BufferCopy{Size: uint64(len(data))})
-	})
-	return err
-}
-
-// Download copies b into out (through a staging buffer when b is not mapped).
-func (d *Device) Download(b *Buffer, out []byte) error {
-	if b.Host != nil {
-		copy(out, b.Bytes())
-		return nil
-	}
-	st, err := d.NewBuffer(uint64(len(out)), true)
-	if err != nil {
-		return err
-	}
-	defer d.Free(st)
-	if _, err = d.Run(func(cb uintptr) {
-		d.F.CmdCopyBuffer(cb, b.Buf, st.Buf, 1, &BufferCopy{Size: uint64(len(out))})
-		d.Barrier(cb, PipelineStageTransfer, PipelineStageHost, AccessTransferWrite, AccessHostRead)
-	}); err != nil {
-		return err
-	}
-	copy(out, st.Bytes())
-	return nil
 }
 
 // Pipeline is a compute pipeline whose storage buffers are pushed with
