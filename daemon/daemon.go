@@ -311,6 +311,18 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 	var eng *engine.Engine
 	var runErr error
 	loading := true
+	serve := func(res loadResult) {
+		d.installEngine(res)
+		ctx := workerCtx
+		g.Go(func() error { res.sched.Run(ctx); return nil })
+		d.sched.Store(res.sched)
+		d.handler.Store(&handlerBox{res.handler})
+		d.state.Store(stateReady)
+		dev := res.eng.Device()
+		d.log.Info().Str("model", name).Str("path", modelPath).Str("engine", dev.Engine).Str("device", dev.Name).
+			Strs("listen", addrs).Msg("ready")
+		d.setStatus(fmt.Sprintf("serving %s (%s) on %s at %s", name, modelPath, deviceWords(dev), strings.Join(addrs, ", ")), sd.SdNotifyReady)
+	}
 loop:
 	for {
 		select {
@@ -321,15 +333,7 @@ loop:
 				break loop
 			}
 			eng, sched = res.eng, res.sched
-			d.installEngine(res)
-			g.Go(func() error { res.sched.Run(workerCtx); return nil })
-			d.sched.Store(res.sched)
-			d.handler.Store(&handlerBox{res.handler})
-			d.state.Store(stateReady)
-			dev := eng.Device()
-			d.log.Info().Str("model", name).Str("path", modelPath).Str("engine", dev.Engine).Str("device", dev.Name).
-				Strs("listen", addrs).Msg("ready")
-			d.setStatus(fmt.Sprintf("serving %s (%s) on %s at %s", name, modelPath, deviceWords(dev), strings.Join(addrs, ", ")), sd.SdNotifyReady)
+			serve(res)
 		case sw := <-d.swaps:
 			if d.state.Load() != stateReady {
 				sw.done <- errNotServing
@@ -350,8 +354,17 @@ loop:
 			workerCtx, stopWorker = context.WithCancel(context.Background())
 			modelPath, name = sw.path, servedName(cfg.Model.Name, sw.path)
 			res := d.load(d.Config(), modelPath, name)
-			sw.done <- res.err
-			loaded <- res
+			if res.err != nil {
+				sw.done <- res.err
+				loading = true
+				loaded <- res
+				continue
+			}
+			// Serving before answering: whoever asked for the swap sees
+			// the new model on its next request.
+			eng, sched = res.eng, res.sched
+			serve(res)
+			sw.done <- nil
 		case sig := <-signals:
 			if sig == syscall.SIGHUP {
 				_ = d.Reload() // logged and kept for the status page
