@@ -26,12 +26,23 @@ const DefaultConfigPath = "/etc/edgellmd/edgellmd.yaml"
 type Config struct {
 	Listen string       `yaml:"listen"`
 	Model  ModelConfig  `yaml:"model"`
+	Engine EngineConfig `yaml:"engine"`
 	Cache  CacheConfig  `yaml:"cache"`
 	Draft  DraftConfig  `yaml:"draft"`
 	Power  PowerConfig  `yaml:"power"`
 	API    APIConfig    `yaml:"api"`
 	Update UpdateConfig `yaml:"update"`
 	Log    LogConfig    `yaml:"log"`
+}
+
+// EngineConfig shapes how generations share the engine.
+type EngineConfig struct {
+	// MaxSequences is how many requests generate at once, their steps in
+	// shared forward passes (1 on a GPU for now); more wait in the queue.
+	MaxSequences int `yaml:"max_sequences"`
+	// PrefillChunk bounds a prompt's tokens per forward pass, so that a
+	// long prompt shares the passes with the others' decode steps.
+	PrefillChunk int `yaml:"prefill_chunk"`
 }
 
 // ModelConfig says which model to serve and how.
@@ -41,6 +52,10 @@ type ModelConfig struct {
 	// Name is the model id clients send and /v1/models lists; "" means the
 	// file name without ".gguf".
 	Name string `yaml:"name"`
+	// Aliases are more ids clients may send for the model (a client
+	// configured for another model's name is served); /v1/models lists them
+	// after Name. Answers name Name.
+	Aliases []string `yaml:"aliases"`
 	// ContextLength is the tokens a sequence may hold; 0 means the model's own.
 	ContextLength int `yaml:"context_length"`
 	// Threads is the kernels' worker threads; 0 means all cores.
@@ -89,13 +104,20 @@ type APIConfig struct {
 	Key string `yaml:"key"` // bearer token; "" means no authentication
 	// Public opens route groups without Key: metrics (/metrics), status
 	// (the status page, its static files, /status.json).
-	Public         []string `yaml:"public"`
-	QueueDepth     int      `yaml:"queue_depth"`
-	MaxBodyBytes   Size     `yaml:"max_body_bytes"`
-	BodyTimeout    Duration `yaml:"body_timeout"`   // to send a request body, after its headers
-	UploadTimeout  Duration `yaml:"upload_timeout"` // the same for a bundle sent to /admin/update
-	RequestTimeout Duration `yaml:"request_timeout"`
-	DrainTimeout   Duration `yaml:"drain_timeout"` // on stop: how long in-flight requests may finish
+	Public []string `yaml:"public"`
+	// CORSOrigins are the origins (scheme://host[:port], or "*") whose web
+	// pages may call the API routes from a browser; none by default.
+	CORSOrigins []string `yaml:"cors_origins"`
+	// SpecialTokensInMessages lets control-token text in message content
+	// become control tokens (Hugging Face's and llama.cpp's behaviour);
+	// by default it stays text, so no message can forge a turn.
+	SpecialTokensInMessages bool     `yaml:"special_tokens_in_messages"`
+	QueueDepth              int      `yaml:"queue_depth"`
+	MaxBodyBytes            Size     `yaml:"max_body_bytes"`
+	BodyTimeout             Duration `yaml:"body_timeout"`   // to send a request body, after its headers
+	UploadTimeout           Duration `yaml:"upload_timeout"` // the same for a bundle sent to /admin/update
+	RequestTimeout          Duration `yaml:"request_timeout"`
+	DrainTimeout            Duration `yaml:"drain_timeout"` // on stop: how long in-flight requests may finish
 	// MaxConnections caps the open connections in all, and
 	// MaxConnectionsPerClient those from one IP address; more are refused
 	// with a 503 at once.
@@ -128,7 +150,8 @@ type LogConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Listen: "127.0.0.1:8001",
-		Model:  ModelConfig{KVType: "f16", Activations: "q8", Device: "auto"},
+		Model:  ModelConfig{Aliases: []string{}, KVType: "f16", Activations: "q8", Device: "auto"},
+		Engine: EngineConfig{MaxSequences: engine.DefaultMaxSequences, PrefillChunk: engine.DefaultPrefillChunk},
 		Cache: CacheConfig{
 			Dir:          "/var/lib/edgellmd/cache",
 			MaxBytes:     2 * GiB,
@@ -139,6 +162,7 @@ func DefaultConfig() Config {
 		Power: PowerConfig{Pin: "MAXN", CheckInterval: Duration(30 * time.Second), Repin: true},
 		API: APIConfig{
 			Public:                  []string{},
+			CORSOrigins:             []string{},
 			QueueDepth:              16,
 			MaxBodyBytes:            16 * MiB,
 			BodyTimeout:             Duration(30 * time.Second),
@@ -253,7 +277,8 @@ func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
 }
 
 // listExamples are the values a list key's error message shows.
-var listExamples = map[string][]string{"draft.drafters": {"mtp", "suffix"}, "api.public": publicRoutes}
+var listExamples = map[string][]string{"draft.drafters": {"mtp", "suffix"}, "api.public": publicRoutes,
+	"model.aliases": {"gpt-4o-mini"}, "api.cors_origins": {"https://app.example.com", "http://localhost:3000"}}
 
 var (
 	sizeType     = reflect.TypeFor[Size]()
@@ -495,8 +520,22 @@ func (c *Config) validate(file string, lines map[string]int) error {
 		bad("listen", "%v", err)
 	}
 
-	if strings.ContainsFunc(c.Model.Name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+	control := func(r rune) bool { return r < ' ' || r == 0x7f }
+	if strings.ContainsFunc(c.Model.Name, control) {
 		bad("model.name", "must not contain control characters")
+	}
+	for i, a := range c.Model.Aliases {
+		key := fmt.Sprintf("model.aliases[%d]", i)
+		switch {
+		case a == "":
+			bad(key, "must not be empty")
+		case strings.ContainsFunc(a, control):
+			bad(key, "must not contain control characters")
+		case a == c.Model.Name:
+			bad(key, "%q is model.name already", a)
+		case slices.Index(c.Model.Aliases, a) < i:
+			bad(key, "%q is listed twice", a)
+		}
 	}
 	atLeast("model.context_length", c.Model.ContextLength, 0)
 	between("model.threads", c.Model.Threads, 0, 1024)
@@ -549,7 +588,17 @@ func (c *Config) validate(file string, lines map[string]int) error {
 	if strings.ContainsFunc(c.API.Key, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		bad("api.key", "must not contain spaces or control characters (it is sent as a bearer token)")
 	}
+	for i, o := range c.API.CORSOrigins {
+		key := fmt.Sprintf("api.cors_origins[%d]", i)
+		if err := web.CheckCORSOrigin(o); err != nil {
+			bad(key, "%v", err)
+		} else if slices.Index(c.API.CORSOrigins, o) < i {
+			bad(key, "%q is listed twice", o)
+		}
+	}
 	between("api.queue_depth", c.API.QueueDepth, 1, 65536)
+	between("engine.max_sequences", c.Engine.MaxSequences, 1, 64)
+	between("engine.prefill_chunk", c.Engine.PrefillChunk, 16, 8192)
 	if c.API.MaxBodyBytes < KiB {
 		bad("api.max_body_bytes", "must be at least 1KiB, got %s", c.API.MaxBodyBytes)
 	}

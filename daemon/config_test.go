@@ -62,11 +62,15 @@ listen: "0.0.0.0:9000"
 model:
   path: /models/qwen.gguf
   name: qwen3.6-27b
+  aliases: [gpt-4o-mini, Qwen/Qwen3.6-27B]
   context_length: 32768
   threads: 12
   kv_type: fp8
   activations: nvfp4
   device: gpu:1
+engine:
+  max_sequences: 8
+  prefill_chunk: 512
 cache:
   dir: /srv/cache
   max_bytes: 12GiB
@@ -86,6 +90,8 @@ power:
 api:
   key: s3cret-token
   public: [metrics]
+  cors_origins: ["https://app.example.com", "*"]
+  special_tokens_in_messages: true
   queue_depth: 4
   max_body_bytes: 1.5MiB
   body_timeout: 5s
@@ -104,11 +110,12 @@ log:
 `
 	want := Config{
 		Listen: "0.0.0.0:9000",
-		Model:  ModelConfig{Path: "/models/qwen.gguf", Name: "qwen3.6-27b", ContextLength: 32768, Threads: 12, KVType: "fp8", Activations: "nvfp4", Device: "gpu:1"},
+		Model:  ModelConfig{Path: "/models/qwen.gguf", Name: "qwen3.6-27b", Aliases: []string{"gpt-4o-mini", "Qwen/Qwen3.6-27B"}, ContextLength: 32768, Threads: 12, KVType: "fp8", Activations: "nvfp4", Device: "gpu:1"},
+		Engine: EngineConfig{MaxSequences: 8, PrefillChunk: 512},
 		Cache:  CacheConfig{Dir: "/srv/cache", MaxBytes: 12 * GiB, MaxDiskBytes: 100_000_000_000, Persist: false},
 		Draft:  DraftConfig{Mode: "tree", Steps: 6, TopK: 8, VerifyNodes: 32, Drafters: []string{"suffix"}},
 		Power:  PowerConfig{Pin: "MAXN_SUPER", JetsonClocks: true, CheckInterval: Duration(90 * time.Second), Repin: false},
-		API: APIConfig{Key: "s3cret-token", Public: []string{"metrics"}, QueueDepth: 4, MaxBodyBytes: 3 * MiB / 2,
+		API: APIConfig{Key: "s3cret-token", Public: []string{"metrics"}, CORSOrigins: []string{"https://app.example.com", "*"}, SpecialTokensInMessages: true, QueueDepth: 4, MaxBodyBytes: 3 * MiB / 2,
 			BodyTimeout: Duration(5 * time.Second), UploadTimeout: Duration(30 * time.Minute),
 			RequestTimeout: Duration(2 * time.Minute), DrainTimeout: 0, MaxConnections: 32, MaxConnectionsPerClient: 8},
 		Update: UpdateConfig{StateDir: "/srv/edgellmd", TrustedDir: "/srv/keys", Keep: 5},
@@ -146,13 +153,13 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		name, src string
 		want      []string // substrings of the error
 	}{
-		{"unknown top-level key", "listen: :1\nmodels:\n  path: x\n", []string{"b.yaml:2: models: unknown key (did you mean model?)", "the top level has listen, model, cache"}},
+		{"unknown top-level key", "listen: :1\nmodels:\n  path: x\n", []string{"b.yaml:2: models: unknown key (did you mean model?)", "the top level has listen, model, engine, cache"}},
 		{"unknown nested key", "cache:\n  dir: /x\n  max_byte: 1GiB\n", []string{"b.yaml:3: cache.max_byte: unknown key (did you mean max_bytes?)", "cache has dir, max_bytes, max_disk_bytes, persist"}},
 		{"unknown key far from all", "api:\n  zzzzzz: 1\n", []string{"b.yaml:2: api.zzzzzz: unknown key; api has key"}},
 		{"repeated key", "log:\n  level: info\n  level: debug\n", []string{"b.yaml:3: log.level: given twice (first on line 2)"}},
 		{"listen not host:port", "listen: 8001\n", []string{"b.yaml:1: listen:", `"8001" is not host:port`}},
 		{"listen bad port", "listen: 127.0.0.1:99999\n", []string{"listen:", "port"}},
-		{"section not a mapping", "model: stories.gguf\n", []string{"b.yaml:1: model: model must be a mapping of path, name, context_length, threads, kv_type"}},
+		{"section not a mapping", "model: stories.gguf\n", []string{"b.yaml:1: model: model must be a mapping of path, name, aliases, context_length, threads, kv_type"}},
 		{"top level a list", "- a\n- b\n", []string{"the top level must be a mapping"}},
 		{"not yaml", "model: [\n", []string{"b.yaml: not valid YAML"}},
 		{"context negative", "model:\n  context_length: -1\n", []string{"b.yaml:2: model.context_length: must be >= 0, got -1"}},
@@ -166,6 +173,11 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"device a list", "model:\n  device: [gpu:0]\n", []string{"model.device: want a single value, not a list"}},
 		{"model name control char", "model:\n  name: \"a\\tb\"\n", []string{"model.name: must not contain control characters"}},
 		{"path a list", "model:\n  path: [a, b]\n", []string{"model.path: want a single value, not a list"}},
+		{"alias empty", "model:\n  aliases: [gpt-4o, \"\"]\n", []string{"b.yaml:2: model.aliases[1]: must not be empty"}},
+		{"alias is the name", "model:\n  name: m\n  aliases: [m]\n", []string{`b.yaml:3: model.aliases[0]: "m" is model.name already`}},
+		{"alias twice", "model:\n  aliases: [a, b, a]\n", []string{`model.aliases[2]: "a" is listed twice`}},
+		{"alias control char", "model:\n  aliases: [\"a\\nb\"]\n", []string{"model.aliases[0]: must not contain control characters"}},
+		{"aliases not a list", "model:\n  aliases: gpt-4o\n", []string{"b.yaml:2: model.aliases: want a list, e.g. [gpt-4o-mini]"}},
 		{"size with bad unit", "cache:\n  max_bytes: 12XB\n", []string{`b.yaml:2: cache.max_bytes: "12XB" is not a size (use e.g. 8GiB`}},
 		{"size negative", "cache:\n  max_bytes: -1GiB\n", []string{`cache.max_bytes: "-1GiB": a size must not be negative`}},
 		{"size overflow", "cache:\n  max_disk_bytes: 99999999999TiB\n", []string{`cache.max_disk_bytes: "99999999999TiB" is out of range`}},
@@ -195,6 +207,10 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"public unknown", "api:\n  key: k\n  public: [metrics, admin]\n", []string{`b.yaml:3: api.public[1]: "admin" is not one of metrics, status`}},
 		{"public twice", "api:\n  key: k\n  public: [status, status]\n", []string{`api.public[1]: "status" is listed twice`}},
 		{"public not a list", "api:\n  public: status\n", []string{"b.yaml:2: api.public: want a list, e.g. [metrics, status]"}},
+		{"cors origin not one", "api:\n  cors_origins: [\"https://ok.example\", app.example.com]\n", []string{`b.yaml:2: api.cors_origins[1]: "app.example.com" is not an origin`, "scheme://host[:port]"}},
+		{"cors origin with a path", "api:\n  cors_origins: [\"https://app.example.com/\"]\n", []string{`api.cors_origins[0]: "https://app.example.com/" is not an origin`}},
+		{"cors origin twice", "api:\n  cors_origins: [\"*\", \"*\"]\n", []string{`api.cors_origins[1]: "*" is listed twice`}},
+		{"cors origins not a list", "api:\n  cors_origins: \"*\"\n", []string{"b.yaml:2: api.cors_origins: want a list, e.g. [https://app.example.com, http://localhost:3000]"}},
 		{"connections zero", "api:\n  max_connections: 0\n", []string{"api.max_connections: must be between 1 and 1048576, got 0"}},
 		{"per client over total", "api:\n  max_connections: 10\n  max_connections_per_client: 11\n",
 			[]string{"b.yaml:3: api.max_connections_per_client: must be between 1 and api.max_connections (10), got 11"}},

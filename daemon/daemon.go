@@ -476,7 +476,8 @@ type loadResult struct {
 func (d *Daemon) load(cfg Config, path, name string) loadResult {
 	kv, act := engine.KVTypeNames[cfg.Model.KVType], engine.ActivationNames[cfg.Model.Activations] // validated
 	opt := engine.Options{Threads: cfg.Model.Threads, KVType: kv, Activations: act, ContextLen: cfg.Model.ContextLength,
-		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Device: cfg.Model.Device, Log: d.log}
+		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Device: cfg.Model.Device,
+		MaxSequences: cfg.Engine.MaxSequences, PrefillChunk: cfg.Engine.PrefillChunk, Log: d.log}
 	if cfg.Cache.Persist {
 		opt.CacheDir, opt.CacheMaxDiskBytes = cfg.Cache.Dir, int64(cfg.Cache.MaxDiskBytes)
 	}
@@ -499,22 +500,32 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 	if err != nil { // the page shows less; serving goes on
 		d.log.Warn().Err(err).Msg("model details for the status page")
 	}
+	fp, fpDesc, err := systemFingerprint(path, d.opts.Version, eng.Device(), cfg.Model.KVType, cfg.Model.Activations)
+	if err != nil { // answers go without one; serving goes on
+		d.log.Warn().Err(err).Msg("system_fingerprint")
+	} else {
+		d.log.Info().Str("system_fingerprint", fp).Str("from", fpDesc).Msg("system fingerprint")
+	}
 	newHandler := d.newHandler
 	if newHandler == nil {
 		newHandler = newWebHandler
 	}
 	h, err := newHandler(handlerOptions{
-		Scheduler:      sched,
-		ModelName:      name,
-		ModelPath:      path,
-		Template:       tpl,
-		APIKey:         cfg.API.Key,
-		Public:         cfg.API.Public,
-		MaxBodyBytes:   int64(cfg.API.MaxBodyBytes),
-		BodyTimeout:    cfg.API.BodyTimeout.D(),
-		UploadTimeout:  cfg.API.UploadTimeout.D(),
-		RequestTimeout: cfg.API.RequestTimeout.D(),
-		Log:            d.log,
+		Scheduler:         sched,
+		ModelName:         name,
+		ModelPath:         path,
+		ModelAliases:      cfg.Model.Aliases,
+		SystemFingerprint: fp,
+		Template:          tpl,
+		APIKey:            cfg.API.Key,
+		Public:            cfg.API.Public,
+		CORSOrigins:       cfg.API.CORSOrigins,
+		SpecialInMessages: cfg.API.SpecialTokensInMessages,
+		MaxBodyBytes:      int64(cfg.API.MaxBodyBytes),
+		BodyTimeout:       cfg.API.BodyTimeout.D(),
+		UploadTimeout:     cfg.API.UploadTimeout.D(),
+		RequestTimeout:    cfg.API.RequestTimeout.D(),
+		Log:               d.log,
 		// Requests that passed serveHTTP's gate before a stop began are
 		// served to the end: the API handler only exists once loaded.
 		Ready:   func() bool { return d.state.Load() != stateLoading },
@@ -576,21 +587,25 @@ func tokenText(tokens []string, id int32) string {
 
 // handlerOptions is what the HTTP API is built from.
 type handlerOptions struct {
-	Scheduler      *engine.Scheduler
-	ModelName      string
-	ModelPath      string
-	Template       *chat.Template
-	APIKey         string
-	Public         []string // api.public
-	MaxBodyBytes   int64
-	BodyTimeout    time.Duration
-	UploadTimeout  time.Duration
-	RequestTimeout time.Duration
-	Log            zerolog.Logger
-	Ready          func() bool
-	Status         web.StatusSource // the status page's and /metrics' view of the daemon
-	Model          web.ModelInfo
-	Updater        web.Updater // POST /admin/update
+	Scheduler         *engine.Scheduler
+	ModelName         string
+	ModelPath         string
+	ModelAliases      []string // model.aliases
+	SystemFingerprint string
+	Template          *chat.Template
+	APIKey            string
+	Public            []string // api.public
+	CORSOrigins       []string // api.cors_origins
+	SpecialInMessages bool     // api.special_tokens_in_messages
+	MaxBodyBytes      int64
+	BodyTimeout       time.Duration
+	UploadTimeout     time.Duration
+	RequestTimeout    time.Duration
+	Log               zerolog.Logger
+	Ready             func() bool
+	Status            web.StatusSource // the status page's and /metrics' view of the daemon
+	Model             web.ModelInfo
+	Updater           web.Updater // POST /admin/update
 }
 
 // serveHTTP answers for the daemon while it is not serving (loading,

@@ -20,19 +20,23 @@ import (
 // newWebHandler builds the HTTP API (package web) over the scheduler.
 func newWebHandler(o handlerOptions) (http.Handler, error) {
 	srv, err := web.New(web.Options{
-		Scheduler:      o.Scheduler,
-		ModelName:      o.ModelName,
-		ModelPath:      o.ModelPath,
-		Template:       o.Template,
-		APIKey:         o.APIKey,
-		Public:         o.Public,
-		MaxBodyBytes:   o.MaxBodyBytes,
-		BodyTimeout:    o.BodyTimeout,
-		RequestTimeout: o.RequestTimeout,
-		Log:            o.Log,
-		Ready:          o.Ready,
-		Status:         o.Status,
-		Model:          o.Model,
+		Scheduler:               o.Scheduler,
+		ModelName:               o.ModelName,
+		ModelPath:               o.ModelPath,
+		ModelAliases:            o.ModelAliases,
+		SystemFingerprint:       o.SystemFingerprint,
+		Template:                o.Template,
+		APIKey:                  o.APIKey,
+		Public:                  o.Public,
+		CORSOrigins:             o.CORSOrigins,
+		SpecialTokensInMessages: o.SpecialInMessages,
+		MaxBodyBytes:            o.MaxBodyBytes,
+		BodyTimeout:             o.BodyTimeout,
+		RequestTimeout:          o.RequestTimeout,
+		Log:                     o.Log,
+		Ready:                   o.Ready,
+		Status:                  o.Status,
+		Model:                   o.Model,
 	})
 	if err != nil {
 		return nil, err

@@ -73,19 +73,24 @@ func (e *Engine) MeasureSpeed(ctx context.Context, nPrompt, nGen int) (SpeedRun,
 		return run, fmt.Errorf("%w: %d prompt + %d generated tokens, context %d", ErrContextFull, nPrompt, nGen, e.ctxLen)
 	}
 	prompt := BenchPrompt(nPrompt)
-	e.sequence()
+	q, err := e.acquire(ctx)
+	if err != nil {
+		return run, err
+	}
+	defer e.release(q)
+	q.sequence()
 	t0 := time.Now()
-	if err := e.prefill(ctx, prompt, nil, nil); err != nil {
+	if err := q.prefill(ctx, prompt, nil, nil); err != nil {
 		return run, err
 	}
 	prefill := time.Since(t0)
 	one := []int32{prompt[0]}
 	var tFirst time.Time
 	for i := 0; i < nGen; i++ {
-		if err := e.decode(one); err != nil {
+		if err := q.decode(one); err != nil {
 			return run, err
 		}
-		one[0] = sample.Argmax(e.logits)
+		one[0] = sample.Argmax(q.logits)
 		if i == 0 {
 			tFirst = time.Now()
 		}
@@ -93,7 +98,7 @@ func (e *Engine) MeasureSpeed(ctx context.Context, nPrompt, nGen int) (SpeedRun,
 	decode := time.Since(tFirst)
 	run.PrefillTokS = float64(nPrompt) / prefill.Seconds()
 	run.DecodeTokS = float64(nGen-1) / decode.Seconds()
-	run.PrefillPasses = (nPrompt + prefillChunk - 1) / prefillChunk
+	run.PrefillPasses = (nPrompt + e.prefillChunk - 1) / e.prefillChunk
 	run.PrefillPassMS = prefill.Seconds() * 1000 / float64(run.PrefillPasses)
 	run.DecodeStepMS = decode.Seconds() * 1000 / float64(nGen-1)
 	run.WeightBytes = e.weightBytesPerToken()

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
+	"github.com/edgellmd/edgellmd/engine/grammar"
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/speculative"
@@ -44,43 +46,95 @@ type Options struct {
 	// real GPU when there is one and the model runs on it, else the CPU.
 	// A GPU asked for by name that cannot be used is a *DeviceError.
 	Device string
-	Log    zerolog.Logger
+	// MaxSequences is how many generations run at once, their steps in
+	// shared forward passes (<= 0: DefaultMaxSequences; 1 on a GPU).
+	MaxSequences int
+	// PrefillChunk bounds the prompt tokens of one forward pass (<= 0:
+	// DefaultPrefillChunk).
+	PrefillChunk int
+	Log          zerolog.Logger
 }
 
 // Engine is one loaded model with its tokenizer and kernels' worker pool.
 // Generate is called from one goroutine at a time (the daemon's engine worker).
 type Engine struct {
-	path    string
-	file    *gguf.File
-	pool    *tensor.Pool
-	model   model.Model // the CPU model, or its GPU twin
-	placed  placed      // where model runs
-	tok     *tokenizer.Tokenizer
-	ctxLen  int
-	log     zerolog.Logger
-	state   model.State
-	logits  []float32
-	sampler *sample.Sampler
-	cache   *state.Cache // nil when off
+	path   string
+	file   *gguf.File
+	pool   *tensor.Pool
+	model  model.Model // the CPU model or its GPU twin, as sequences call it: through bat
+	base   model.Model // the model itself (the batcher's)
+	bat    *batcher
+	placed placed // where model runs
+	tok    *tokenizer.Tokenizer
+	ctxLen int
+	// prefillChunk bounds a prompt's tokens per pass (Options.PrefillChunk).
+	prefillChunk int
+	log          zerolog.Logger
+	cache        *state.Cache // nil when off
+	// The sequence slots: at most len(slots) generations run at once.
+	slots  []*seq
+	avail  chan struct{} // one token per free slot
+	freeMu sync.Mutex
+	free   []*seq     // free slots, the last used last: a lone client keeps its slot (its drafter's memory)
+	gmu    sync.Mutex // guards gvocab and triggers
 	// lastStep is when the last forward pass (prefill chunk or decode step)
 	// ended, in unix nanoseconds: the scheduler's liveness signal.
 	lastStep atomic.Int64
 	draft    atomic.Pointer[speculative.Config] // set by SetDraft
-	spec     *speculative.Decoder               // made on first use; kept for its suffix memory
-	specCfg  speculative.Config                 // what spec is set to
-	hidden   []float32                          // the last prompt token's hidden state, for the MTP drafter
-	top      [1]int32                           // a greedy step's token (greedyModel)
+	gvocab   *grammar.Vocab                     // the vocabulary as grammars see it, made on first use
+	triggers map[string]*triggerIndex           // lazy grammars' triggers (shape.go)
 }
 
-// sequence returns the engine's one sequence state, emptied.
-func (e *Engine) sequence() model.State {
-	if e.state == nil {
-		e.state = e.model.NewState(e.ctxLen)
-		e.logits = make([]float32, e.model.Hyper().Vocab)
-	}
-	e.state.Reset()
-	return e.state
+// seq is one sequence slot: its state and what a generation on it keeps.
+// A slot is used by one generation (goroutine) at a time.
+type seq struct {
+	e       *Engine
+	state   model.State // the model's own state (seqState wraps it for the decoder)
+	logits  []float32
+	sampler *sample.Sampler
+	spec    *speculative.Decoder // made on first use; kept for its suffix memory
+	specCfg speculative.Config   // what spec is set to
+	hidden  []float32            // the last prompt token's hidden state, for the MTP drafter
+	top     [1]int32             // a greedy step's token (greedyModel)
 }
+
+// sequence returns the slot's state, emptied.
+func (q *seq) sequence() model.State {
+	if q.state == nil {
+		q.state = q.e.model.NewState(q.e.ctxLen)
+		q.logits = make([]float32, q.e.model.Hyper().Vocab)
+	}
+	q.state.Reset()
+	return q.state
+}
+
+// acquire takes a free sequence slot, waiting for one while every slot
+// runs a generation.
+func (e *Engine) acquire(ctx context.Context) (*seq, error) {
+	select {
+	case <-e.avail:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	e.freeMu.Lock()
+	defer e.freeMu.Unlock()
+	q := e.free[len(e.free)-1]
+	e.free = e.free[:len(e.free)-1]
+	return q, nil
+}
+
+func (e *Engine) release(q *seq) {
+	e.freeMu.Lock()
+	e.free = append(e.free, q)
+	e.freeMu.Unlock()
+	e.avail <- struct{}{}
+}
+
+// MaxSequences is how many generations the engine runs at once.
+func (e *Engine) MaxSequences() int { return len(e.slots) }
+
+// BatchStats returns the counts of the forward passes run so far.
+func (e *Engine) BatchStats() BatchStats { return e.bat.snapshotStats() }
 
 // Load maps the model file and builds the model and its tokenizer.
 func Load(path string, opt Options) (*Engine, error) {
@@ -124,14 +178,33 @@ func Load(path string, opt Options) (*Engine, error) {
 		ctxLen = m.Hyper().Context
 	}
 	ok = true
-	e := &Engine{path: path, file: f, pool: pool, model: m, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log}
+	nseq := opt.MaxSequences
+	if nseq <= 0 {
+		nseq = DefaultMaxSequences
+	}
+	if pl.dev != nil {
+		nseq = 1 // one sequence's state on the device (no multi-sequence pass there yet)
+	}
+	bat := newBatcher(m)
+	e := &Engine{path: path, file: f, pool: pool, model: batchedModel{m, bat}, base: m, bat: bat, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log,
+		avail: make(chan struct{}, nseq), prefillChunk: opt.PrefillChunk}
+	if e.prefillChunk <= 0 {
+		e.prefillChunk = DefaultPrefillChunk
+	}
+	for range nseq {
+		q := &seq{e: e}
+		e.slots = append(e.slots, q)
+		e.free = append(e.free, q)
+		e.avail <- struct{}{}
+	}
 	if pl.dev != nil {
 		// The sequence's KV cache and scratch on the device, made now: a
 		// context that does not fit is a start-up error, not every
 		// request's.
-		e.state = m.NewState(ctxLen)
-		e.logits = make([]float32, m.Hyper().Vocab)
-		if se, ok := e.state.(interface{ Err() error }); ok && se.Err() != nil {
+		q := e.slots[0]
+		q.state = m.NewState(ctxLen)
+		q.logits = make([]float32, m.Hyper().Vocab)
+		if se, ok := q.state.(interface{ Err() error }); ok && se.Err() != nil {
 			e.Close()
 			return nil, &DeviceError{Selector: pl.info.Selector, Model: path, Err: fmt.Errorf("a sequence of %d tokens: %w (a smaller model.context_length may fit)", ctxLen, se.Err())}
 		}
@@ -183,10 +256,13 @@ func (e *Engine) Close() error {
 	if e.cache != nil {
 		cerr = e.cache.Close()
 	}
-	if c, ok := e.state.(interface{ Close() }); ok { // a GPU state's device buffers
-		c.Close()
+	e.bat.close()
+	for _, q := range e.slots {
+		if c, ok := q.state.(interface{ Close() }); ok { // a GPU state's device buffers
+			c.Close()
+		}
+		q.state = nil
 	}
-	e.state = nil
 	e.placed.close()
 	e.pool.Close()
 	if err := e.file.Close(); err != nil {
@@ -218,12 +294,37 @@ type Request struct {
 	// stable boundary of a chat prompt, where the next turn's prompt still
 	// agrees with this one. Output tokens are never published.
 	PublishAt []int
+	// Constraint, when not nil, limits the output to a grammar's language.
+	Constraint *Constraint
+	// Penalties shape the logits by what the sequence holds (penalties,
+	// logit bias).
+	Penalties sample.Penalties
+	// Logprobs asks for each output token's log-probability, with the
+	// TopLogprobs (0-20) most likely alternatives.
+	Logprobs    bool
+	TopLogprobs int
 }
+
+// MaxTopLogprobs bounds Request.TopLogprobs (OpenAI's limit).
+const MaxTopLogprobs = 20
 
 // Token is one generated token as it streams out.
 type Token struct {
 	ID    int32
 	Piece []byte // raw bytes of the token; may be part of a UTF-8 character
+	// Logprob and Top, when the request asks for them: the token's
+	// log-probability in the distribution it was drawn from (the logits
+	// after grammar mask and penalties, at the request's temperature, 1
+	// when greedy), and the most likely tokens of that distribution.
+	Logprob float32
+	Top     []TokenLogprob
+}
+
+// TokenLogprob is a token and its log-probability.
+type TokenLogprob struct {
+	ID      int32
+	Piece   []byte
+	Logprob float32
 }
 
 // Result summarises a finished generation.
@@ -253,7 +354,20 @@ var ErrContextFull = errors.New("prompt does not fit the context")
 // Generate runs req, calling emit for every output token as it is decoded.
 // An error from emit or ctx stops the generation and is returned, except
 // ErrStop, which ends it with finish reason "stop".
-func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) error) (res Result, err error) {
+func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) error) (Result, error) {
+	q, err := e.acquire(ctx)
+	if err != nil {
+		return Result{Prompt: req.Prompt, Draft: "off"}, err
+	}
+	defer e.release(q)
+	e.bat.active.Add(1)
+	defer e.bat.active.Add(-1)
+	return q.generate(ctx, req, emit)
+}
+
+// generate is Generate on slot q.
+func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error) (res Result, err error) {
+	e := q.e
 	res = Result{Prompt: req.Prompt, Draft: "off"}
 	if len(req.Prompt) == 0 {
 		return res, errors.New("empty prompt")
@@ -270,27 +384,34 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 	if err := req.Sample.Validate(); err != nil {
 		return res, err
 	}
-	st := e.sequence()
-	e.sampler = sample.New(req.Sample) // seeded per request: same seed, same output
+	if err := req.Penalties.Validate(vocab); err != nil {
+		return res, err
+	}
+	if req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs {
+		return res, fmt.Errorf("top_logprobs must be in [0, %d], got %d", MaxTopLogprobs, req.TopLogprobs)
+	}
+	sh := e.newShaper(req)
+	st := q.sequence()
+	q.sampler = sample.New(req.Sample) // seeded per request: same seed, same output
 	maxTokens := req.MaxTokens
 	if room := e.ctxLen - len(req.Prompt); maxTokens <= 0 || maxTokens > room {
 		maxTokens = room
 	}
 
 	draft := e.Draft()
-	dec := e.drafter(draft)
+	dec := q.drafter(draft)
 	if dec != nil {
 		res.Draft = draft.String()
 	}
 
 	t0 := time.Now()
-	res.CachedTokens = e.restore(st, req.Prompt)
+	res.CachedTokens = q.restore(st, req.Prompt)
 	var hidden []float32
 	if dec != nil && e.model.MTP() != nil {
-		e.hidden = growF32(e.hidden, e.model.Hyper().Embd)
-		hidden = e.hidden
+		q.hidden = growF32(q.hidden, e.model.Hyper().Embd)
+		hidden = q.hidden
 	}
-	if err := e.prefill(ctx, req.Prompt, req.PublishAt, hidden); err != nil {
+	if err := q.prefill(ctx, req.Prompt, req.PublishAt, hidden); err != nil {
 		return res, err
 	}
 	res.PrefillTime = time.Since(t0)
@@ -305,9 +426,9 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 		}
 	}()
 	one := make([]int32, 1)
-	greedy, _ := e.model.(greedyModel)
-	if !req.Sample.Greedy() {
-		greedy = nil
+	greedy, _ := e.base.(greedyModel)
+	if !req.Sample.Greedy() || sh != nil || req.Logprobs {
+		greedy = nil // the logits are needed on the host
 	}
 	next := int32(-1) // the token a greedy step already picked on the device
 	for len(res.Tokens) < maxTokens {
@@ -315,17 +436,22 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 			return res, err
 		}
 		id := next
+		var row []float32
 		if id < 0 {
-			id = e.sampler.Pick(e.logits)
+			if sh != nil {
+				sh.Shape(q.logits)
+			}
+			id = q.sampler.Pick(q.logits)
+			row = q.logits
 		}
 		if len(res.Tokens) == 0 {
 			tFirst = time.Now()
 		}
-		if done, err := e.emitToken(req, &res, id, maxTokens, emit); done || err != nil {
+		if done, err := e.emitToken(req, &res, sh, id, row, maxTokens, emit); done || err != nil {
 			return res, err
 		}
 		if dec != nil {
-			err := e.decodeSpeculative(ctx, dec, req, maxTokens, &res, emit)
+			err := q.decodeSpeculative(ctx, dec, req, sh, maxTokens, &res, emit)
 			s := dec.Stats()
 			res.TargetSteps, res.DraftTokens, res.AcceptedTokens = int(s.TargetSteps), int(s.Drafted), int(s.Accepted)
 			res.DraftSteps = int(s.Drafts)
@@ -336,14 +462,14 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 		}
 		one[0] = id
 		if greedy != nil {
-			top := e.top[:1]
-			err := greedy.ForwardGreedy(e.state, model.ChainBatch(one, e.state.Len(), false), top)
+			top := q.top[:1]
+			err := e.bat.do(func() error { return greedy.ForwardGreedy(q.state, model.ChainBatch(one, q.state.Len(), false), top) })
 			e.lastStep.Store(time.Now().UnixNano())
 			if err != nil {
 				return res, err
 			}
 			next = top[0]
-		} else if err := e.decode(one); err != nil {
+		} else if err := q.decode(one); err != nil {
 			return res, err
 		}
 		res.TargetSteps++
@@ -354,18 +480,31 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 // emitToken appends id to the result and hands it to emit; done reports
 // that the generation ended (an end-of-generation token, ErrStop from
 // emit, or maxTokens reached).
-func (e *Engine) emitToken(req Request, res *Result, id int32, maxTokens int, emit func(Token) error) (done bool, err error) {
+func (e *Engine) emitToken(req Request, res *Result, sh *shaper, id int32, row []float32, maxTokens int, emit func(Token) error) (done bool, err error) {
 	res.Tokens = append(res.Tokens, id)
 	if !req.IgnoreEOS && e.tok.IsEOG(id) {
 		res.FinishReason = "stop"
 		return true, nil
 	}
-	if err := emit(Token{ID: id, Piece: e.tok.Piece(id)}); err != nil {
+	if sh != nil {
+		if err := sh.Accept(id); err != nil {
+			return true, fmt.Errorf("constrained decoding: %w", err)
+		}
+	}
+	tok := Token{ID: id, Piece: e.tok.Piece(id)}
+	if req.Logprobs && row != nil {
+		e.logprobs(&tok, row, req)
+	}
+	if err := emit(tok); err != nil {
 		if errors.Is(err, ErrStop) {
 			res.FinishReason = "stop"
 			return true, nil
 		}
 		return true, err
+	}
+	if sh != nil && sh.finished() {
+		res.FinishReason = "stop" // the grammar's sentence is complete
+		return true, nil
 	}
 	return len(res.Tokens) >= maxTokens, nil
 }
@@ -377,13 +516,19 @@ func growF32(s []float32, n int) []float32 {
 	return s[:n]
 }
 
-// prefillChunk bounds the tokens of one forward pass so scratch stays small.
-const prefillChunk = 512
+// DefaultPrefillChunk is Options.PrefillChunk's default: the most prompt
+// tokens of one forward pass, so that a long prompt shares the passes
+// with the other sequences' decode steps and scratch stays small.
+const DefaultPrefillChunk = 256
+
+// DefaultMaxSequences is Options.MaxSequences's default.
+const DefaultMaxSequences = 4
 
 // restore puts into st the longest cached prefix of prompt that leaves at
 // least one token to prefill (its logits start the decoding) and returns
 // its length; 0 when the cache is off or holds none.
-func (e *Engine) restore(st model.State, prompt []int32) int {
+func (q *seq) restore(st model.State, prompt []int32) int {
+	e := q.e
 	if e.cache == nil {
 		return 0
 	}
@@ -391,7 +536,7 @@ func (e *Engine) restore(st model.State, prompt []int32) int {
 	if !ok {
 		return 0
 	}
-	if err := st.Restore(sn); err != nil {
+	if err := e.bat.do(func() error { return st.Restore(sn) }); err != nil {
 		e.log.Error().Err(err).Int("tokens", sn.Len).Msg("prefix cache: restore failed; prefilling the whole prompt")
 		st.Reset()
 		return 0
@@ -403,21 +548,22 @@ func (e *Engine) restore(st model.State, prompt []int32) int {
 // prefillChunk tokens that also end at each publish position, where it
 // publishes a snapshot to the prefix cache. hidden, when not nil, receives
 // the last prompt token's final hidden state (for the MTP drafter).
-func (e *Engine) prefill(ctx context.Context, prompt []int32, publishAt []int, hidden []float32) error {
+func (q *seq) prefill(ctx context.Context, prompt []int32, publishAt []int, hidden []float32) error {
+	e := q.e
 	var stops []int
 	if e.cache != nil {
 		for _, p := range publishAt {
-			if p > e.state.Len() && p <= len(prompt) {
+			if p > q.state.Len() && p <= len(prompt) {
 				stops = append(stops, p)
 			}
 		}
 		slices.Sort(stops)
 	}
-	for start := e.state.Len(); start < len(prompt); {
+	for start := q.state.Len(); start < len(prompt); {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		end := min(start+prefillChunk, len(prompt))
+		end := min(start+e.prefillChunk, len(prompt))
 		publish := len(stops) > 0 && stops[0] <= end
 		if publish {
 			end = stops[0]
@@ -430,12 +576,12 @@ func (e *Engine) prefill(ctx context.Context, prompt []int32, publishAt []int, h
 		if end == len(prompt) {
 			h = hidden
 		}
-		if err := e.model.ForwardHidden(e.state, model.ChainBatch(prompt[start:end], start, false), e.logits, h); err != nil {
+		if err := e.bat.pass(model.SeqBatch{State: q.state, Batch: model.ChainBatch(prompt[start:end], start, false), Logits: q.logits, Hidden: h}, true); err != nil {
 			return err
 		}
 		e.lastStep.Store(time.Now().UnixNano())
 		if publish {
-			if _, err := e.cache.Publish(prompt[:end], e.state); err != nil {
+			if err := e.bat.do(func() error { _, err := e.cache.Publish(prompt[:end], q.state); return err }); err != nil {
 				e.log.Error().Err(err).Int("tokens", end).Msg("prefix cache: publish failed")
 			}
 		}
@@ -462,8 +608,8 @@ type greedyModel interface {
 }
 
 // decode runs one token (one[0]) after the sequence and leaves its logits.
-func (e *Engine) decode(one []int32) error {
-	err := e.model.Forward(e.state, model.ChainBatch(one, e.state.Len(), false), e.logits)
-	e.lastStep.Store(time.Now().UnixNano())
+func (q *seq) decode(one []int32) error {
+	err := q.e.model.Forward(q.state, model.ChainBatch(one, q.state.Len(), false), q.logits)
+	q.e.lastStep.Store(time.Now().UnixNano())
 	return err
 }

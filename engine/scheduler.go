@@ -20,18 +20,21 @@ var ErrStopped = errors.New("engine is stopping")
 // finish reason "stop" (a stop sequence was seen).
 var ErrStop = errors.New("stop")
 
-// Scheduler puts one engine worker behind a bounded FIFO queue: requests run
-// one at a time, in arrival order; when the queue is full, Submit fails at
-// once with ErrQueueFull rather than letting clients wait without bound. A
-// request whose client leaves while it waits (its context ends) leaves the
-// queue at once, freeing its place.
+// Scheduler puts the engine behind a bounded FIFO queue: requests start in
+// arrival order, up to the engine's MaxSequences at once (their steps
+// share forward passes); when the queue is full, Submit fails at once with
+// ErrQueueFull rather than letting clients wait without bound. A request
+// whose client leaves while it waits (its context ends) leaves the queue
+// at once, freeing its place.
 type Scheduler struct {
 	eng      *Engine
 	depth    int
 	ready    chan struct{} // a job was queued (buffered: one wake-up waits)
 	done     chan struct{}
 	running  atomic.Int32
-	lastBeat atomic.Int64 // unix nanoseconds of the worker's last sign of life
+	lastBeat atomic.Int64  // unix nanoseconds of the worker's last sign of life
+	slots    chan struct{} // one per running generation
+	wg       sync.WaitGroup
 
 	mu      sync.Mutex
 	queue   list.List // of *job, oldest first
@@ -57,16 +60,19 @@ type jobResult struct {
 // NewScheduler returns a scheduler for e whose queue holds queueDepth
 // waiting requests (at least 1). Run must be called to start the worker.
 func NewScheduler(e *Engine, queueDepth int) *Scheduler {
-	s := &Scheduler{eng: e, depth: max(queueDepth, 1), ready: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Scheduler{eng: e, depth: max(queueDepth, 1), ready: make(chan struct{}, 1), done: make(chan struct{}),
+		slots: make(chan struct{}, e.MaxSequences())}
 	s.lastBeat.Store(time.Now().UnixNano())
 	return s
 }
 
-// Run is the engine worker: it runs queued requests until ctx ends, then
-// fails the requests still queued with ErrStopped. The caller owns the
-// goroutine that runs it.
+// Run is the engine worker: it starts queued requests, each on its own
+// goroutine and sequence slot, until ctx ends; then it fails the requests
+// still queued with ErrStopped and waits for the running ones. The caller
+// owns the goroutine that runs it.
 func (s *Scheduler) Run(ctx context.Context) {
 	defer close(s.done)
+	defer s.wg.Wait()
 	defer s.stop()
 	beat := time.NewTicker(time.Second)
 	defer beat.Stop()
@@ -78,11 +84,26 @@ func (s *Scheduler) Run(ctx context.Context) {
 			s.lastBeat.Store(time.Now().UnixNano())
 		case <-s.ready:
 			for ctx.Err() == nil {
+				select {
+				case s.slots <- struct{}{}: // a slot is free
+				case <-ctx.Done():
+					return
+				}
 				j := s.next()
 				if j == nil {
+					<-s.slots
 					break
 				}
-				s.run(j)
+				s.wg.Add(1)
+				go func() { // owned: Run waits for it
+					defer s.wg.Done()
+					s.run(j)
+					<-s.slots
+					select { // look at the queue again
+					case s.ready <- struct{}{}:
+					default:
+					}
+				}()
 			}
 		}
 	}
@@ -188,10 +209,11 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, emit func(Token) er
 	}
 }
 
-// Running is the number of requests the worker is generating (0 or 1).
+// Running is the number of requests being generated (at most the engine's
+// MaxSequences).
 func (s *Scheduler) Running() int { return int(s.running.Load()) }
 
-// Waiting is the number of requests queued behind the running one.
+// Waiting is the number of requests queued behind the running ones.
 func (s *Scheduler) Waiting() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

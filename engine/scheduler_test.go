@@ -15,9 +15,13 @@ import (
 
 const stories = "../testdata/models/stories260K.gguf"
 
-func loadStories(t *testing.T) *Engine {
+func loadStories(t *testing.T) *Engine { return loadStoriesSeqs(t, 0) }
+
+// loadStoriesSeqs loads stories260K with seqs sequence slots (0: the
+// default).
+func loadStoriesSeqs(t *testing.T, seqs int) *Engine {
 	t.Helper()
-	e, err := Load(stories, Options{Threads: 1, KVType: tensor.F16, Log: zerolog.Nop()})
+	e, err := Load(stories, Options{Threads: 1, KVType: tensor.F16, MaxSequences: seqs, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +91,7 @@ func holdWorker(t *testing.T, s *Scheduler, prompt []int32) (release func(), fir
 }
 
 func TestSchedulerQueueFullAndFIFO(t *testing.T) {
-	e := loadStories(t)
+	e := loadStoriesSeqs(t, 1)
 	s := NewScheduler(e, 1)
 	await := watchQueue(t, s)
 	runScheduler(t, s)
@@ -126,7 +130,7 @@ func TestSchedulerQueueFullAndFIFO(t *testing.T) {
 // slots back at once, not when they reach the front: with one request
 // running and the queue full of such requests, a new one is queued.
 func TestSchedulerCancelFreesQueueSlot(t *testing.T) {
-	e := loadStories(t)
+	e := loadStoriesSeqs(t, 1)
 	s := NewScheduler(e, 2)
 	await := watchQueue(t, s)
 	runScheduler(t, s)

@@ -67,7 +67,7 @@ func (a *admin) auth(h http.Handler) http.Handler {
 				Message: "admin routes need an API key: set api.key in the config file and send it as \"Authorization: Bearer KEY\""})
 		})
 	}
-	return bearerOnly(a.key, h)
+	return headerKeyOnly(a.key, h)
 }
 
 // updateResponse is the answer of POST /admin/update: the result, and on

@@ -53,10 +53,15 @@ func (k keyCheck) matches(token string) bool {
 	return subtle.ConstantTimeCompare(got[:], k.hash[:]) == 1
 }
 
-// bearer reports whether r carries "Authorization: Bearer KEY".
-func (k keyCheck) bearer(r *http.Request) bool {
+// presented reports whether r carries the key, as "Authorization: Bearer
+// KEY" or as "X-Api-Key: KEY". Both are compared whatever the first gives,
+// so that the time taken says nothing about which one matched.
+func (k keyCheck) presented(r *http.Request) bool {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return k.matches(strings.TrimSpace(token)) && ok
+	bearer := k.matches(strings.TrimSpace(token)) && ok
+	xKey := r.Header.Get("X-Api-Key")
+	header := k.matches(strings.TrimSpace(xKey)) && xKey != ""
+	return bearer || header
 }
 
 // hasCookie reports whether r carries the status page's cookie.
@@ -70,12 +75,12 @@ func unauthorized(how string) *apiError {
 		Message: "missing or incorrect API key: " + how}
 }
 
-// bearerOnly passes requests with the bearer key to h and answers the
-// others 401, from the headers alone: the body is never read for them.
-func bearerOnly(k keyCheck, h http.Handler) http.Handler {
+// headerKeyOnly passes requests with the key in a header to h and answers
+// the others 401, from the headers alone: the body is never read for them.
+func headerKeyOnly(k keyCheck, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !k.bearer(r) {
-			writeError(w, r, unauthorized("send it as \"Authorization: Bearer KEY\""))
+		if !k.presented(r) {
+			writeError(w, r, unauthorized("send it as \"Authorization: Bearer KEY\" or \"X-Api-Key: KEY\""))
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -87,7 +92,7 @@ func (s *Server) requireKey(h http.Handler) http.Handler {
 	if !s.key.set {
 		return h
 	}
-	return bearerOnly(s.key, h)
+	return headerKeyOnly(s.key, h)
 }
 
 // requirePageKey guards the status page's routes when a key is configured
@@ -115,8 +120,8 @@ func (s *Server) requirePageKey(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		if !s.key.bearer(r) && !s.key.hasCookie(r) {
-			writeError(w, r, unauthorized("open the status page as /?key=KEY (that sets a cookie for it), or send \"Authorization: Bearer KEY\""))
+		if !s.key.presented(r) && !s.key.hasCookie(r) {
+			writeError(w, r, unauthorized("open the status page as /?key=KEY (that sets a cookie for it), or send \"Authorization: Bearer KEY\" or \"X-Api-Key: KEY\""))
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -40,7 +40,7 @@ func TestPublishPointsAgentTurns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids := s.encodePrompt(text)
+		ids := s.encodePrompt(text, nil)
 		return text, ids, s.publishPoints(req, text, ids)
 	}
 	conv := tr.Conversations[0].Requests
@@ -166,7 +166,7 @@ func TestCachedTokensAgentConversation(t *testing.T) {
 		t.Logf("turn %d: %d prompt tokens, %d cached", i, w.usage.PromptTokens, got)
 		req := bench.TemplateRequest(conv[i].Messages, conv[i].Tools, false)
 		text, _ := warm.api.tpl.Render(req)
-		ids := warm.api.encodePrompt(text)
+		ids := warm.api.encodePrompt(text, nil)
 		prevStable = warm.api.publishPoints(req, text, ids)[0]
 	}
 }

@@ -17,18 +17,19 @@ import (
 // OpenAI's chat completion objects, as far as this server fills them.
 
 type chatCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   usage        `json:"usage"`
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint,omitempty"`
+	Choices           []chatChoice `json:"choices"`
+	Usage             usage        `json:"usage"`
 }
 
 type chatChoice struct {
 	Index        int             `json:"index"`
 	Message      responseMessage `json:"message"`
-	Logprobs     *struct{}       `json:"logprobs"`
+	Logprobs     *chatLogprobs   `json:"logprobs"`
 	FinishReason string          `json:"finish_reason"`
 }
 
@@ -68,19 +69,20 @@ func newUsage(o genOutcome) usage {
 }
 
 type chatChunk struct {
-	ID      string        `json:"id"`
-	Object  string        `json:"object"`
-	Created int64         `json:"created"`
-	Model   string        `json:"model"`
-	Choices []chunkChoice `json:"choices"`
-	Usage   *usage        `json:"usage,omitempty"`
+	ID                string        `json:"id"`
+	Object            string        `json:"object"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint,omitempty"`
+	Choices           []chunkChoice `json:"choices"`
+	Usage             *usage        `json:"usage,omitempty"`
 }
 
 type chunkChoice struct {
-	Index        int        `json:"index"`
-	Delta        chunkDelta `json:"delta"`
-	Logprobs     *struct{}  `json:"logprobs"`
-	FinishReason *string    `json:"finish_reason"`
+	Index        int           `json:"index"`
+	Delta        chunkDelta    `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
 }
 
 type chunkDelta struct {
@@ -157,8 +159,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			Function: functionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
 	}
 	writeJSON(w, http.StatusOK, chatCompletion{
-		ID: id, Object: "chat.completion", Created: rec.start.Unix(), Model: s.opt.ModelName,
-		Choices: []chatChoice{{Message: rm, FinishReason: finish}},
+		ID: id, Object: "chat.completion", Created: rec.start.Unix(), Model: s.opt.ModelName, SystemFingerprint: s.opt.SystemFingerprint,
+		Choices: []chatChoice{{Message: rm, FinishReason: finish, Logprobs: plan.lp.takeChat()}},
 		Usage:   newUsage(out),
 	})
 }
@@ -198,7 +200,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, id string, p
 	created := recordOf(r.Context()).start.Unix()
 	chunk := func(d chunkDelta, finish *string) chatChunk {
 		return chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opt.ModelName,
-			Choices: []chunkChoice{{Delta: d, FinishReason: finish}}}
+			SystemFingerprint: s.opt.SystemFingerprint, Choices: []chunkChoice{{Delta: d, FinishReason: finish}}}
 	}
 	calls := false
 	s.stream(w, r, plan, streamFormat{
@@ -208,15 +210,19 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, id string, p
 		},
 		delta: func(d chat.Delta) any {
 			calls = calls || d.ToolCall != nil
-			return chunk(chunkDeltaOf(d), nil)
+			c := chunk(chunkDeltaOf(d), nil)
+			c.Choices[0].Logprobs = plan.lp.takeChat()
+			return c
 		},
 		end: func(out genOutcome) (string, []any) {
 			finish := finishReason(out.finish, calls)
-			last := []any{chunk(chunkDelta{}, &finish)}
+			c := chunk(chunkDelta{}, &finish)
+			c.Choices[0].Logprobs = plan.lp.takeChat()
+			last := []any{c}
 			if p.IncludeUsage {
 				u := newUsage(out)
 				last = append(last, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opt.ModelName,
-					Choices: []chunkChoice{}, Usage: &u})
+					SystemFingerprint: s.opt.SystemFingerprint, Choices: []chunkChoice{}, Usage: &u})
 			}
 			return finish, last
 		},
@@ -229,9 +235,20 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 	if err != nil {
 		return nil, badRequest("messages", "%v", err)
 	}
-	plan, err := s.newPlan("messages", promptText, nil, p.genParams)
+	plain, err := s.messageSpans(p.Chat, promptText)
 	if err != nil {
 		return nil, err
+	}
+	plan, err := s.newPlan("messages", promptText, plain, nil, p.genParams)
+	if err != nil {
+		return nil, err
+	}
+	if plan.constraint == nil {
+		// response_format wins over the tool calls' own grammar (an answer
+		// in its format holds no call markup)
+		if plan.constraint, err = s.toolConstraint(p); err != nil {
+			return nil, err
+		}
 	}
 	plan.publishAt = s.publishPoints(p.Chat, promptText, plan.prompt)
 	// And the whole prompt but its last token (the engine always runs that
@@ -282,7 +299,9 @@ func toolChoiceName(p *chatParams) string {
 
 // newPlan tokenizes a prompt (text, or the given ids) and applies the
 // generation settings; param is the request field that holds the prompt.
-func (s *Server) newPlan(param, text string, ids []int32, g genParams) (*genPlan, error) {
+// plain are the byte ranges of text whose control-token text stays text
+// (messageSpans).
+func (s *Server) newPlan(param, text string, plain [][2]int, ids []int32, g genParams) (*genPlan, error) {
 	if ids == nil {
 		// Every token stands for at least one byte of the text (one more
 		// for a SentencePiece dummy prefix, one token more for BOS), at most
@@ -299,10 +318,10 @@ func (s *Server) newPlan(param, text string, ids []int32, g genParams) (*genPlan
 			default:
 				return nil, toAPIError(nil, engine.ErrQueueFull)
 			}
-			ids = s.encodePrompt(text)
+			ids = s.encodePrompt(text, plain)
 			<-s.tokenizing
 		} else {
-			ids = s.encodePrompt(text)
+			ids = s.encodePrompt(text, plain)
 		}
 	}
 	if len(ids) == 0 {
@@ -311,7 +330,18 @@ func (s *Server) newPlan(param, text string, ids []int32, g genParams) (*genPlan
 	if len(ids) >= s.ctxLen {
 		return nil, contextLengthExceeded(param, len(ids), s.ctxLen)
 	}
-	plan := &genPlan{prompt: ids, maxTokens: g.MaxTokens, sample: g.Sample, ignoreEOS: g.IgnoreEOS}
+	// (the ranges are checked with the body; the token ids here)
+	if err := g.Penalties.Validate(len(s.tok.Vocab().Tokens)); err != nil {
+		return nil, badRequest("logit_bias", "%v", err)
+	}
+	plan := &genPlan{prompt: ids, maxTokens: g.MaxTokens, sample: g.Sample, ignoreEOS: g.IgnoreEOS,
+		penalties: g.Penalties, logprobs: g.Logprobs, topLogprobs: g.TopLogprobs}
+	if g.Logprobs {
+		plan.lp = &logprobQueue{}
+	}
+	if g.Grammar != nil {
+		plan.constraint = &engine.Constraint{Grammar: g.Grammar}
+	}
 	if !g.SeedGiven {
 		plan.sample.Seed = rand.Uint64()
 	}
@@ -322,10 +352,10 @@ func (s *Server) newPlan(param, text string, ids []int32, g genParams) (*genPlan
 }
 
 // encodePrompt tokenizes prompt text, special tokens written in it
-// included, with BOS first when the model wants one and the text does not
+// included but in the ranges plain, with BOS first when the model wants one and the text does not
 // already start with it (templates that write bos_token themselves).
-func (s *Server) encodePrompt(text string) []int32 {
-	ids := s.tok.Encode(text, false, true)
+func (s *Server) encodePrompt(text string, plain [][2]int) []int32 {
+	ids := s.tok.EncodeMixed(text, false, plain)
 	v := s.tok.Vocab()
 	if v.AddBOS && v.BOS >= 0 && (s.bosText == "" || !strings.HasPrefix(text, s.bosText)) {
 		ids = append([]int32{v.BOS}, ids...)
@@ -333,9 +363,11 @@ func (s *Server) encodePrompt(text string) []int32 {
 	return ids
 }
 
-// servesModel reports whether a request's "model" names this server's.
+// servesModel reports whether a request's "model" names this server's:
+// its name, an alias or the model file's path.
 func (s *Server) servesModel(name string) bool {
-	return name == "" || name == s.opt.ModelName || (s.opt.ModelPath != "" && name == s.opt.ModelPath)
+	return name == "" || name == s.opt.ModelName || (s.opt.ModelPath != "" && name == s.opt.ModelPath) ||
+		slices.Contains(s.aliases, name)
 }
 
 func (s *Server) requestContext(r *http.Request) (context.Context, context.CancelFunc) {

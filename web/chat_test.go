@@ -64,8 +64,8 @@ func TestChatNonStreamedMatchesEngine(t *testing.T) {
 		t.Fatalf("%d choices", len(got.Choices))
 	}
 	ch := got.Choices[0]
-	if want := strings.TrimSpace(text); ch.Message.Content != want {
-		t.Errorf("content %q, want the engine's %q", ch.Message.Content, want)
+	if ch.Message.Content != text { // whitespace included, at both ends
+		t.Errorf("content %q, want the engine's %q", ch.Message.Content, text)
 	}
 	if ch.FinishReason != res.FinishReason {
 		t.Errorf("finish_reason %q, want %q", ch.FinishReason, res.FinishReason)
@@ -227,7 +227,7 @@ func TestStopSequences(t *testing.T) {
 			}
 			content, finish, completion = acc.Choices[0].Message.Content, acc.Choices[0].FinishReason, acc.Usage.CompletionTokens
 		}
-		if content != strings.TrimSpace(cut) || finish != "stop" {
+		if content != cut || finish != "stop" {
 			t.Errorf("stream=%v: content %q finish %q, want %q stop", stream, content, finish, cut)
 		}
 		if completion >= full.Usage.CompletionTokens {
@@ -241,7 +241,7 @@ func TestStopSequences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Choices[0].Message.Content != strings.TrimSpace(cut) {
+	if got.Choices[0].Message.Content != cut {
 		t.Errorf("stop as a string: %q", got.Choices[0].Message.Content)
 	}
 }

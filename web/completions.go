@@ -7,19 +7,20 @@ import (
 )
 
 type textCompletion struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []textChoice `json:"choices"`
-	Usage   *usage       `json:"usage,omitempty"`
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint,omitempty"`
+	Choices           []textChoice `json:"choices"`
+	Usage             *usage       `json:"usage,omitempty"`
 }
 
 type textChoice struct {
-	Text         string    `json:"text"`
-	Index        int       `json:"index"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
+	Text         string              `json:"text"`
+	Index        int                 `json:"index"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
@@ -38,7 +39,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	plan, err := s.newPlan("prompt", p.PromptText, ids, p.genParams)
+	plan, err := s.newPlan("prompt", p.PromptText, nil, ids, p.genParams)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -55,18 +56,24 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	created := rec.start.Unix()
 	chunk := func(text string, finish *string) textCompletion {
 		return textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.opt.ModelName,
-			Choices: []textChoice{{Text: text, FinishReason: finish}}}
+			SystemFingerprint: s.opt.SystemFingerprint, Choices: []textChoice{{Text: text, FinishReason: finish}}}
 	}
 	if p.Stream {
 		s.stream(w, r, plan, streamFormat{
-			delta: func(d chat.Delta) any { return chunk(d.Content, nil) },
+			delta: func(d chat.Delta) any {
+				c := chunk(d.Content, nil)
+				c.Choices[0].Logprobs = plan.lp.takeCompletion()
+				return c
+			},
 			end: func(out genOutcome) (string, []any) {
 				finish := finishReason(out.finish, false)
-				last := []any{chunk("", &finish)}
+				c := chunk("", &finish)
+				c.Choices[0].Logprobs = plan.lp.takeCompletion()
+				last := []any{c}
 				if p.IncludeUsage {
 					u := newUsage(out)
 					last = append(last, textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.opt.ModelName,
-						Choices: []textChoice{}, Usage: &u})
+						SystemFingerprint: s.opt.SystemFingerprint, Choices: []textChoice{}, Usage: &u})
 				}
 				return finish, last
 			},
@@ -87,6 +94,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	finish := finishReason(out.finish, false)
 	rec.finish = finish
 	res := chunk(string(text), &finish)
+	res.Choices[0].Logprobs = plan.lp.takeCompletion()
 	u := newUsage(out)
 	res.Usage = &u
 	writeJSON(w, http.StatusOK, res)

@@ -1,7 +1,8 @@
 // Package web is edgellmd's HTTP face: an OpenAI-compatible API
 // (/v1/models, /v1/chat/completions, /v1/completions, with server-sent
-// events when streamed) and llama.cpp server's extras (/health, /tokenize,
-// /detokenize, /apply-template), on a gorilla/mux router.
+// events when streamed; also without the /v1 prefix, as llama-server
+// answers) and llama.cpp server's extras (/health, /tokenize, /detokenize,
+// /apply-template), on a gorilla/mux router.
 //
 //	srv, err := web.New(web.Options{Scheduler: sched, ModelName: "qwen3.6-27b", Log: log})
 //	httpServer := &http.Server{Addr: "127.0.0.1:8001", Handler: srv}
@@ -31,8 +32,10 @@
 // StatusSource.
 //
 // With an API key set, every route but /health needs it (auth.go): as a
-// bearer token, or on the status page's routes also as ?key= or the cookie
-// that sets; Options.Public opens the status page or /metrics. The key and
+// bearer token or an X-Api-Key header, or on the status page's routes also
+// as ?key= or the cookie that sets; Options.Public opens the status page or
+// /metrics. The API routes answer CORS preflights, and mark their answers
+// for the browser origins in Options.CORSOrigins (cors.go). The key and
 // the media type (JSON routes take application/json only) are checked from
 // the headers before a body is read, a body must arrive within
 // Options.BodyTimeout, and ConnLimit caps the connections a client holds

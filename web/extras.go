@@ -2,7 +2,9 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
@@ -40,24 +42,46 @@ type modelObject struct {
 	MaxModelLen int    `json:"max_model_len"` // vLLM's extension: the context length
 }
 
-func (s *Server) model() modelObject {
-	return modelObject{ID: s.opt.ModelName, Object: "model", Created: s.created, OwnedBy: "edgellmd", MaxModelLen: s.ctxLen}
+func (s *Server) model(id string) modelObject {
+	return modelObject{ID: id, Object: "model", Created: s.created, OwnedBy: "edgellmd", MaxModelLen: s.ctxLen}
 }
 
+// listModels lists the served name, then each alias as a model of its own,
+// as vLLM lists every --served-model-name: a client that picks from the
+// list finds the name it was configured with.
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	data := []modelObject{s.model(s.opt.ModelName)}
+	for _, a := range s.aliases {
+		data = append(data, s.model(a))
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Object string        `json:"object"`
 		Data   []modelObject `json:"data"`
-	}{"list", []modelObject{s.model()}})
+	}{"list", data})
 }
 
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["model"]
-	if name != s.opt.ModelName {
+	if name != s.opt.ModelName && !slices.Contains(s.aliases, name) {
 		writeError(w, r, modelNotFound(name))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.model())
+	writeJSON(w, http.StatusOK, s.model(name))
+}
+
+// modelAliases checks Options.ModelAliases and drops repeats and the
+// served name itself.
+func modelAliases(name string, aliases []string) ([]string, error) {
+	var out []string
+	for i, a := range aliases {
+		if a == "" {
+			return nil, fmt.Errorf("web: Options.ModelAliases[%d] is empty", i)
+		}
+		if a != name && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // decodeBody reads a small JSON request into v.

@@ -31,6 +31,13 @@ type genPlan struct {
 	stops     []stopString
 	split     splitter
 	publishAt []int // prefix cache snapshot positions (engine.Request.PublishAt)
+	// constraint limits the output (after any forced markup) to a
+	// grammar; penalties and logprobs go to the engine as given.
+	constraint  *engine.Constraint
+	penalties   sample.Penalties
+	logprobs    bool
+	topLogprobs int
+	lp          *logprobQueue // the output's log-probabilities, when asked for
 
 	// force is markup the answer must begin with (tool_choice "required"
 	// or a named function). With mayReason the model first writes its
@@ -128,6 +135,7 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 	dec := newTextDecoder(plan.stops, plan.split)
 	emit := s.guard(func(t engine.Token) error {
 		out.tokenArrived()
+		plan.lp.push(t)
 		deltas, stop := dec.push(t.Piece)
 		sink(deltas)
 		if stop {
@@ -135,7 +143,8 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 		}
 		return nil
 	})
-	req := engine.Request{Prompt: plan.prompt, MaxTokens: plan.maxTokens, Sample: plan.sample, IgnoreEOS: plan.ignoreEOS, PublishAt: plan.publishAt}
+	req := plan.request()
+	req.Constraint = plan.constraint
 
 	reasoned := false
 	if plan.force != "" {
@@ -190,6 +199,12 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 	return out, nil
 }
 
+// request is the engine request of plan, without its constraint.
+func (plan *genPlan) request() engine.Request {
+	return engine.Request{Prompt: plan.prompt, MaxTokens: plan.maxTokens, Sample: plan.sample, IgnoreEOS: plan.ignoreEOS,
+		PublishAt: plan.publishAt, Penalties: plan.penalties, Logprobs: plan.logprobs, TopLogprobs: plan.topLogprobs}
+}
+
 // reasonFirst runs the reasoning part of a forced tool call: the model
 // writes its <think> block freely and the generation stops where it
 // closes. kept are the tokens to continue after; done reports that the
@@ -201,6 +216,7 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 	stoppedByText := false
 	emit := s.guard(func(t engine.Token) error {
 		out.tokenArrived()
+		plan.lp.push(t)
 		pass, stop := gate.push(t.Piece)
 		if len(pass) > 0 {
 			deltas, textStop := dec.push(pass)
@@ -215,7 +231,7 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 		}
 		return nil
 	})
-	req := engine.Request{Prompt: plan.prompt, MaxTokens: plan.maxTokens, Sample: plan.sample, IgnoreEOS: plan.ignoreEOS, PublishAt: plan.publishAt}
+	req := plan.request() // the reasoning is free: the constraint applies to the forced call
 	res, err := s.source(ctx, req, emit)
 	out.addSpec(res)
 	out.cachedTokens = res.CachedTokens

@@ -88,6 +88,7 @@ func newMetrics(s *Server) *metrics {
 		newMachineCollector(s.opt.Status),
 		newSettingsCollector(s.opt.Status, model),
 		newCacheCollector(sched, model),
+		newBatchCollector(sched, model),
 		newDeviceCollector(sched, model),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

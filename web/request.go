@@ -8,9 +8,12 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/grammar"
 	"github.com/edgellmd/edgellmd/engine/sample"
 )
 
@@ -25,6 +28,13 @@ type genParams struct {
 	Stop         []string
 	IgnoreEOS    bool
 	Ignored      []string // top-level fields that were accepted and ignored
+
+	Penalties   sample.Penalties
+	Logprobs    bool // each output token's log-probability
+	TopLogprobs int  // with this many alternatives
+	// Grammar constrains the output (response_format, grammar,
+	// json_schema); nil: free.
+	Grammar *grammar.Grammar
 }
 
 // gen gives the parameters every generation request has.
@@ -55,9 +65,10 @@ type genFields struct {
 	LogitBias        map[string]float64 `json:"logit_bias"`
 	PresencePenalty  *float64           `json:"presence_penalty"`
 	FrequencyPenalty *float64           `json:"frequency_penalty"`
-	ResponseFormat   *struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
+	// llama.cpp's and vLLM's names for the repetition penalty
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	RepeatPenalty     *float64 `json:"repeat_penalty"`
+	RepeatLastN       *int     `json:"repeat_last_n"`
 }
 
 type streamOptions struct {
@@ -67,7 +78,8 @@ type streamOptions struct {
 // genKnown are the top-level fields genFields reads.
 var genKnown = []string{"model", "stream", "stream_options", "max_tokens", "max_completion_tokens",
 	"temperature", "top_p", "top_k", "seed", "stop", "n", "ignore_eos",
-	"logprobs", "top_logprobs", "logit_bias", "presence_penalty", "frequency_penalty", "response_format"}
+	"logprobs", "top_logprobs", "logit_bias", "presence_penalty", "frequency_penalty", "response_format",
+	"repetition_penalty", "repeat_penalty", "repeat_last_n", "grammar", "json_schema"}
 
 // decodeObject checks that body is one JSON object and returns its fields.
 func decodeObject(body []byte) (map[string]json.RawMessage, error) {
@@ -199,7 +211,10 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 	if f.N != nil && *f.N != 1 {
 		return p, badRequest("n", "n must be 1: this server generates one choice per request, got %d", *f.N)
 	}
-	if err := refuseUnsupported(f); err != nil {
+	if err := decodeShaping(f, &p); err != nil {
+		return p, err
+	}
+	if p.Grammar, err = decodeConstraint(fields); err != nil {
 		return p, err
 	}
 	if err := p.Sample.Validate(); err != nil {
@@ -214,27 +229,95 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 	return p, nil
 }
 
-// refuseUnsupported rejects settings this server cannot honour when they
-// ask for something other than their default.
-func refuseUnsupported(f genFields) error {
+// decodeShaping reads the penalties, logit_bias and logprobs. logprobs is
+// a boolean on chat (with top_logprobs) and a count of alternatives on
+// completions.
+func decodeShaping(f genFields, p *genParams) error {
+	num := func(name string, v *float64) (float32, error) {
+		if v == nil {
+			return 0, nil
+		}
+		if math.IsNaN(*v) || math.IsInf(*v, 0) {
+			return 0, badRequest(name, "%s must be a number", name)
+		}
+		return float32(*v), nil
+	}
+	var err error
+	pen := &p.Penalties
+	if pen.Presence, err = num("presence_penalty", f.PresencePenalty); err != nil {
+		return err
+	}
+	if pen.Frequency, err = num("frequency_penalty", f.FrequencyPenalty); err != nil {
+		return err
+	}
+	if pen.Presence < -2 || pen.Presence > 2 {
+		return badRequest("presence_penalty", "presence_penalty must be in [-2, 2], got %v", pen.Presence)
+	}
+	if pen.Frequency < -2 || pen.Frequency > 2 {
+		return badRequest("frequency_penalty", "frequency_penalty must be in [-2, 2], got %v", pen.Frequency)
+	}
+	for _, r := range []struct {
+		name string
+		v    *float64
+	}{{"repetition_penalty", f.RepetitionPenalty}, {"repeat_penalty", f.RepeatPenalty}} {
+		if r.v == nil {
+			continue
+		}
+		v, err := num(r.name, r.v)
+		if err != nil {
+			return err
+		}
+		if v <= 0 {
+			return badRequest(r.name, "%s must be > 0 (1 is off), got %v", r.name, v)
+		}
+		pen.Repetition = v
+	}
+	if f.RepeatLastN != nil {
+		switch n := *f.RepeatLastN; {
+		case n < -1:
+			return badRequest("repeat_last_n", "repeat_last_n must be -1 (the whole context), 0 (off) or > 0, got %d", n)
+		case n == 0:
+			pen.Repetition = 0
+		case n == -1:
+			pen.RepeatLastN = math.MaxInt32
+		default:
+			pen.RepeatLastN = n
+		}
+	}
+	for k, v := range f.LogitBias {
+		id, err := strconv.ParseInt(k, 10, 32)
+		if err != nil {
+			return badRequest("logit_bias", "logit_bias keys must be token ids, got %q", k)
+		}
+		if math.IsNaN(v) || v < -100 || v > 100 {
+			return badRequest("logit_bias", "logit_bias: the bias of token %d must be in [-100, 100], got %v", id, v)
+		}
+		if pen.Bias == nil {
+			pen.Bias = map[int32]float32{}
+		}
+		pen.Bias[int32(id)] = float32(v)
+	}
 	lp := strings.TrimSpace(string(f.Logprobs))
-	if lp != "" && lp != "null" && lp != "false" && lp != "0" {
-		return badRequest("logprobs", "logprobs are not supported by this server")
+	switch {
+	case lp == "" || lp == "null" || lp == "false":
+	case lp == "true":
+		p.Logprobs = true
+	default:
+		n, err := strconv.Atoi(lp)
+		if err != nil || n < 0 || n > engine.MaxTopLogprobs {
+			return badRequest("logprobs", "logprobs must be true/false (chat) or a number of alternatives in [0, %d] (completions), got %s", engine.MaxTopLogprobs, lp)
+		}
+		p.Logprobs, p.TopLogprobs = true, n
 	}
-	if f.TopLogprobs != nil && *f.TopLogprobs != 0 {
-		return badRequest("top_logprobs", "top_logprobs are not supported by this server")
-	}
-	if len(f.LogitBias) > 0 {
-		return badRequest("logit_bias", "logit_bias is not supported by this server")
-	}
-	if f.PresencePenalty != nil && *f.PresencePenalty != 0 {
-		return badRequest("presence_penalty", "presence_penalty is not supported by this server (0 is accepted)")
-	}
-	if f.FrequencyPenalty != nil && *f.FrequencyPenalty != 0 {
-		return badRequest("frequency_penalty", "frequency_penalty is not supported by this server (0 is accepted)")
-	}
-	if f.ResponseFormat != nil && f.ResponseFormat.Type != "" && f.ResponseFormat.Type != "text" {
-		return badRequest("response_format", "response_format %q is not supported by this server (only \"text\")", f.ResponseFormat.Type)
+	if f.TopLogprobs != nil {
+		n := *f.TopLogprobs
+		if n < 0 || n > engine.MaxTopLogprobs {
+			return badRequest("top_logprobs", "top_logprobs must be in [0, %d], got %d", engine.MaxTopLogprobs, n)
+		}
+		if n > 0 && !p.Logprobs {
+			return badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+		}
+		p.TopLogprobs = n
 	}
 	return nil
 }
@@ -341,6 +424,9 @@ func decodeChatFields(body []byte, fields map[string]json.RawMessage, p *chatPar
 	}
 	if err := chat.Validate(p.Chat); err != nil {
 		return badRequest(paramOf(err.Error()), "%v", err)
+	}
+	if err := checkTurnOrder(p.Chat); err != nil {
+		return err
 	}
 	if raw, ok := fields["parallel_tool_calls"]; ok && !isNull(raw) {
 		if err := json.Unmarshal(raw, &p.ParallelToolCalls); err != nil {

@@ -26,16 +26,35 @@ type Options struct {
 	// tokenizer and the context length.
 	Scheduler *engine.Scheduler
 	// ModelName is the id served by /v1/models and accepted in "model".
-	// Requests may also name ModelPath, or leave "model" empty.
+	// Requests may also name ModelPath or one of ModelAliases, or leave
+	// "model" empty; responses always name ModelName.
 	ModelName string
 	ModelPath string
+	// ModelAliases are more ids accepted in "model" and listed by
+	// /v1/models after ModelName (vLLM's further --served-model-name
+	// values, llama-server's --alias), for clients configured with another
+	// name. Empty ones are refused; repeats and ModelName itself are skipped.
+	ModelAliases []string
+	// SystemFingerprint is the system_fingerprint of every completion and
+	// chunk: what, besides the seed, decides the output (the daemon derives
+	// it from the model file, edgellmd's version and the engine). Empty
+	// leaves the field out.
+	SystemFingerprint string
 	// Template renders chat prompts; nil means the model's own
 	// (tokenizer.chat_template), or chat.ChatMLTemplate when it has none.
 	Template *chat.Template
 	// APIKey, when set, is the key every route but /health and the groups
-	// in Public needs: as a bearer token, or on the status page's routes
-	// also as ?key= or the cookie that sets (auth.go).
+	// in Public needs: as a bearer token or an X-Api-Key header, or on the
+	// status page's routes also as ?key= or the cookie that sets (auth.go).
 	APIKey string
+	// CORSOrigins are the origins (scheme://host[:port], or "*" for any)
+	// whose pages may call the API routes from a browser (cors.go). Empty:
+	// none; preflights are answered 204 without allow headers.
+	CORSOrigins []string
+	// SpecialTokensInMessages lets control-token text inside message
+	// content become control tokens, as Hugging Face's apply_chat_template
+	// and llama.cpp do; by default it stays text (special.go).
+	SpecialTokensInMessages bool
 	// Public names route groups open without APIKey: PublicStatus (the
 	// status page, its static files and /status.json), PublicMetrics.
 	Public []string
@@ -78,6 +97,8 @@ type Server struct {
 	bosText  string
 	created  int64
 	key      keyCheck
+	cors     corsPolicy
+	aliases  []string // Options.ModelAliases without repeats
 	started  time.Time
 	metrics  *metrics
 	book     statusBook // recent requests and errors for the status page
@@ -118,7 +139,16 @@ func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSourc
 	if err := checkPublic(opt.Public); err != nil {
 		return nil, err
 	}
-	s := &Server{opt: opt, log: opt.Log, source: src, tok: tok, ctxLen: ctxLen, tpl: opt.Template, created: time.Now().Unix(), started: time.Now()}
+	cors, err := newCORSPolicy(opt.CORSOrigins)
+	if err != nil {
+		return nil, err
+	}
+	aliases, err := modelAliases(opt.ModelName, opt.ModelAliases)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opt: opt, log: opt.Log, source: src, tok: tok, ctxLen: ctxLen, tpl: opt.Template, created: time.Now().Unix(), started: time.Now(),
+		cors: cors, aliases: aliases}
 	s.book.since = s.started
 	v := tok.Vocab()
 	for i := range v.Tokens {
@@ -156,23 +186,49 @@ func (s *Server) routes() {
 		writeError(w, req, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
 			Message: fmt.Sprintf("method %s is not allowed on %s", req.Method, req.URL.Path)})
 	})
-	r.HandleFunc("/health", s.health).Methods(http.MethodGet, http.MethodHead)
+	// An API route answers browsers' CORS preflights (OPTIONS, without
+	// the key: browsers never send it there) and marks its answers for the
+	// origins allowed (cors.go).
+	api := func(path string, h http.Handler, methods ...string) {
+		r.Handle(path, s.cors.actual(h)).Methods(methods...)
+		r.Handle(path, s.cors.preflight(methods)).Methods(http.MethodOptions)
+	}
+	api("/health", http.HandlerFunc(s.health), http.MethodGet, http.MethodHead)
 	// The key and the media type are checked from the headers, before
 	// anything reads the body.
 	get := func(path string, h http.HandlerFunc) {
-		r.Handle(path, s.requireKey(h)).Methods(http.MethodGet)
+		api(path, s.requireKey(h), http.MethodGet)
 	}
 	post := func(path string, h http.HandlerFunc) {
-		r.Handle(path, s.requireKey(requireJSON(h))).Methods(http.MethodPost)
+		api(path, s.requireKey(requireJSON(h)), http.MethodPost)
 	}
-	get("/v1/models", s.listModels)
-	get("/v1/models/{model}", s.getModel)
-	post("/v1/chat/completions", s.ready(s.chatCompletions))
-	post("/v1/completions", s.ready(s.completions))
+	// The OpenAI routes answer with and without /v1, as llama-server's do
+	// (clients given a base URL without /v1 call /chat/completions).
+	for _, prefix := range []string{"/v1", ""} {
+		get(prefix+"/models", s.listModels)
+		get(prefix+"/models/{model}", s.getModel)
+		post(prefix+"/chat/completions", s.ready(s.chatCompletions))
+		post(prefix+"/completions", s.ready(s.completions))
+	}
 	post("/tokenize", s.tokenize)
 	post("/detokenize", s.detokenize)
 	post("/apply-template", s.applyTemplate)
 	s.router = r
+}
+
+// quietRequest says which requests are logged at debug level: reads
+// outside the model routes (health checks, scrapes, the status page's
+// polling) and CORS preflights (the request that follows is logged).
+func quietRequest(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodOptions:
+		return true
+	case http.MethodGet:
+	default:
+		return false
+	}
+	p := r.URL.Path
+	return !strings.HasPrefix(p, "/v1/") && p != "/models" && !strings.HasPrefix(p, "/models/")
 }
 
 // ServeHTTP serves the API.
@@ -310,8 +366,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		s.metrics.observe(rec, status, elapsed)
 		s.book.observe(time.Now(), id, r.Method, r.URL.Path, rec, status, elapsed)
 		level := zerolog.InfoLevel
-		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/v1/") {
-			level = zerolog.DebugLevel // health checks and scrapes
+		if quietRequest(r) {
+			level = zerolog.DebugLevel
 		}
 		if status >= 500 && status != http.StatusServiceUnavailable && status != http.StatusGatewayTimeout {
 			level = zerolog.ErrorLevel

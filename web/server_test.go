@@ -131,7 +131,9 @@ func loadEngine(t *testing.T, path string, ctxLen int) *engine.Engine {
 	if e, ok := engines.Load(path); ok {
 		return e.(*engine.Engine)
 	}
-	e, err := engine.Load(path, engine.Options{Threads: 1, KVType: tensor.F16, ContextLen: ctxLen, Log: zerolog.Nop()})
+	// One sequence at a time: the queue tests count on requests waiting
+	// (TestConcurrentStreams serves several at once on its own engine).
+	e, err := engine.Load(path, engine.Options{Threads: 1, KVType: tensor.F16, ContextLen: ctxLen, MaxSequences: 1, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

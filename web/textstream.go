@@ -179,15 +179,22 @@ const (
 
 // reasoningSplitter separates <think> reasoning from content for chat
 // requests whose output is not parsed for tool calls (no tools offered):
-// any tool-call markup stays in the content, verbatim. Whitespace is
-// treated as engine/chat's Parser treats it: leading and trailing
-// whitespace of reasoning and content is dropped.
+// any tool-call markup stays in the content, verbatim. Content keeps its
+// whitespace exactly as generated, at both ends. What goes is the
+// whitespace of the reasoning markup alone: before "<think>", at both ends
+// of the reasoning, and the line breaks right after "</think>". The Qwen
+// templates write "<think>\n" REASONING "\n</think>\n\n" CONTENT, and
+// Qwen3's strips exactly that when it renders the turn back
+// (reasoning_content.strip('\n'), content.lstrip('\n')); llama.cpp strips
+// the reasoning likewise (vLLM keeps it all, "\n\n" starting the content).
 type reasoningSplitter struct {
 	mode      uint8 // splitStart, splitReasoning, splitContent
 	buf       string
-	content   trimmedText
 	reasoning trimmedText
-	out       []chat.Delta
+	// afterThink: the content follows "</think>", and its leading line
+	// breaks are the markup's.
+	afterThink bool
+	out        []chat.Delta
 }
 
 const (
@@ -234,37 +241,41 @@ func (s *reasoningSplitter) run(final bool) {
 			case !final && strings.HasPrefix(thinkOpen, t):
 				return // "" or the start of "<think>": wait
 			}
-			s.mode = splitContent
+			s.mode = splitContent // s.buf keeps its leading whitespace
 		case splitReasoning:
 			if i := strings.Index(s.buf, thinkClose); i >= 0 {
-				s.emit(&s.reasoning, false, s.buf[:i], true)
+				s.emitReasoning(s.buf[:i], true)
 				s.buf = s.buf[i+len(thinkClose):]
 				s.mode = splitContent
+				s.afterThink = true
 				continue
 			}
 			keep := 0
 			if !final {
 				keep = partialSuffix(s.buf, thinkClose)
 			}
-			s.emit(&s.reasoning, false, s.buf[:len(s.buf)-keep], final)
+			s.emitReasoning(s.buf[:len(s.buf)-keep], final)
 			s.buf = s.buf[len(s.buf)-keep:]
 			return
 		case splitContent:
-			s.emit(&s.content, true, s.buf, final)
+			text := s.buf
 			s.buf = ""
+			if s.afterThink {
+				if text = strings.TrimLeft(text, "\r\n"); text == "" {
+					return
+				}
+				s.afterThink = false
+			}
+			if text != "" {
+				s.out = append(s.out, chat.Delta{Content: text})
+			}
 			return
 		}
 	}
 }
 
-func (s *reasoningSplitter) emit(ch *trimmedText, content bool, text string, end bool) {
-	out := ch.push(text, end)
-	if out == "" {
-		return
-	}
-	if content {
-		s.out = append(s.out, chat.Delta{Content: out})
-	} else {
+func (s *reasoningSplitter) emitReasoning(text string, end bool) {
+	if out := s.reasoning.push(text, end); out != "" {
 		s.out = append(s.out, chat.Delta{Reasoning: out})
 	}
 }

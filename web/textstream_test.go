@@ -99,35 +99,95 @@ func TestTextDecoderProperty(t *testing.T) {
 	})
 }
 
-// TestReasoningSplitterMatchesParser: on output without tool-call markup,
-// the splitter used when no tools are offered gives what engine/chat's
-// parser gives, for every split.
-func TestReasoningSplitterMatchesParser(t *testing.T) {
-	frags := []string{"<think>", "</think>", "<thi", "nk>", "</th", " ", "\n", "\n\n", "abc", "é", "日本", "<", ">", "tool", "x"}
+// splitReference is the reasoning splitter's definition on a whole text:
+// reasoning is the <think> block at the start (or, open, the text up to
+// </think>), whitespace-trimmed; content is the rest, as generated, less
+// the line breaks the template writes after </think>.
+func splitReference(text string, open bool) (content, reasoning string) {
+	const ws = " \t\r\n"
+	if !open {
+		t := strings.TrimLeft(text, ws)
+		if !strings.HasPrefix(t, thinkOpen) {
+			return text, ""
+		}
+		text = t[len(thinkOpen):]
+	}
+	r, c, closed := strings.Cut(text, thinkClose)
+	if !closed {
+		return "", strings.Trim(r, ws)
+	}
+	return strings.TrimLeft(c, "\r\n"), strings.Trim(r, ws)
+}
+
+// TestReasoningSplitterProperty: for every split of the output, the
+// splitter used when no tools are offered gives splitReference's content
+// and reasoning, and engine/chat's parser (used with tools) the same.
+func TestReasoningSplitterProperty(t *testing.T) {
+	frags := []string{"<think>", "</think>", "<thi", "nk>", "</th", " ", "\n", "\n\n", "\t", "abc", "é", "日本", "<", ">", "tool", "x"}
 	rapid.Check(t, func(t *rapid.T) {
 		text := drawText(t, "text", frags)
 		if strings.Contains(text, "<tool_call>") {
 			t.Skip("tool-call markup is parsed only when tools are offered")
 		}
 		open := rapid.Bool().Draw(t, "startInReasoning")
-		want := chat.ParseOutput(text, nil, chat.ParserOptions{StartInReasoning: open})
 		s := newReasoningSplitter(open)
 		var deltas []chat.Delta
 		for _, piece := range splitBytes(text, drawCuts(t, len(text))) {
 			deltas = append(deltas, s.Push(string(piece))...)
 		}
 		got := chat.Assemble(append(deltas, s.Finish()...))
-		wr, gr := "", ""
-		if want.ReasoningContent != nil {
-			wr = *want.ReasoningContent
-		}
+		gr := ""
 		if got.ReasoningContent != nil {
 			gr = *got.ReasoningContent
 		}
-		if got.Content.Text != want.Content.Text || gr != wr {
-			t.Fatalf("text %q open %v: content %q reasoning %q, parser %q %q", text, open, got.Content.Text, gr, want.Content.Text, wr)
+		wc, wr := splitReference(text, open)
+		if got.Content.Text != wc || gr != wr {
+			t.Fatalf("text %q open %v: content %q reasoning %q, want %q %q", text, open, got.Content.Text, gr, wc, wr)
+		}
+		parsed := chat.ParseOutput(text, nil, chat.ParserOptions{StartInReasoning: open})
+		pr := ""
+		if parsed.ReasoningContent != nil {
+			pr = *parsed.ReasoningContent
+		}
+		if pr != gr || parsed.Content.Text != got.Content.Text {
+			t.Fatalf("text %q open %v: parser %q %q, splitter %q %q", text, open, parsed.Content.Text, pr, got.Content.Text, gr)
 		}
 	})
+}
+
+// TestReasoningSplitterWhitespace: content keeps its whitespace; only the
+// reasoning markup's goes.
+func TestReasoningSplitterWhitespace(t *testing.T) {
+	cases := []struct {
+		text               string
+		open               bool
+		content, reasoning string
+	}{
+		{text: "\"Here?\" Asked Jack.\n", content: "\"Here?\" Asked Jack.\n"},
+		{text: " Once upon a time", content: " Once upon a time"},
+		{text: "\n\n  indented\n\n", content: "\n\n  indented\n\n"},
+		{text: "<think>\nI plan.\n</think>\n\nAnswer.\n", content: "Answer.\n", reasoning: "I plan."},
+		{text: "\n<think>x</think>  two spaces", content: "  two spaces", reasoning: "x"},
+		{text: "I plan.\n</think>\n\n- item\n", open: true, content: "- item\n", reasoning: "I plan."},
+		{text: "<thinking> is not markup", content: "<thinking> is not markup"},
+	}
+	for _, tc := range cases {
+		for _, step := range []int{1, 3, len(tc.text)} {
+			s := newReasoningSplitter(tc.open)
+			var deltas []chat.Delta
+			for i := 0; i < len(tc.text); i += step {
+				deltas = append(deltas, s.Push(tc.text[i:min(i+step, len(tc.text))])...)
+			}
+			got := chat.Assemble(append(deltas, s.Finish()...))
+			r := ""
+			if got.ReasoningContent != nil {
+				r = *got.ReasoningContent
+			}
+			if got.Content.Text != tc.content || r != tc.reasoning {
+				t.Errorf("%q in pieces of %d: content %q reasoning %q, want %q %q", tc.text, step, got.Content.Text, r, tc.content, tc.reasoning)
+			}
+		}
+	}
 }
 
 func TestIncompleteTail(t *testing.T) {

@@ -24,6 +24,14 @@ type toolMarkup struct {
 	afterReasoning string
 	// reasons reports whether the template writes <think> reasoning.
 	reasons bool
+	// xml: the arguments are XML parameters (Qwen3.5), not a JSON object;
+	// paramOpen, paramMid and paramClose frame each: "<parameter=", NAME,
+	// ">\n", VALUE, "\n</parameter>\n".
+	xml                             bool
+	paramOpen, paramMid, paramClose string
+	// close follows the arguments up to the end of "</tool_call>":
+	// "}\n</tool_call>" (Qwen3), "</function>\n</tool_call>" (Qwen3.5).
+	close string
 }
 
 const (
@@ -76,6 +84,33 @@ func probeToolMarkup(tpl *chat.Template) (m toolMarkup, ok bool) {
 		return m, false
 	}
 	m.named = call[:begin]
+	end := strings.Index(call, "</tool_call>")
+	if end < 0 {
+		return m, false
+	}
+	end += len("</tool_call>")
+	// The probe's one argument has the value 1.
+	one := strings.Index(call[arg+len(probeArg):], "1")
+	if one < 0 {
+		return m, false
+	}
+	one += arg + len(probeArg)
+	if call[begin] == '<' {
+		m.xml = true
+		m.paramOpen, m.paramMid = call[begin:arg], call[arg+len(probeArg):one]
+		closeAt := strings.Index(call[one:], "</function>")
+		if closeAt < 0 {
+			return m, false
+		}
+		m.paramClose, m.close = call[one+1:one+closeAt], call[one+closeAt:end]
+	} else {
+		// JSON: the arguments object closes at the first '}' after the value.
+		brace := strings.Index(call[one:], "}")
+		if brace < 0 {
+			return m, false
+		}
+		m.close = call[one+brace+1 : end]
+	}
 	m.afterReasoning = "\n\n"
 	if r := strings.Index(text, reasoning); r >= 0 && strings.Contains(text[:r], thinkOpen) {
 		m.reasons = true

@@ -447,7 +447,7 @@ func TestToolChoice(t *testing.T) {
 			wantCalls: []string{`bash({"command": "ls"})`, `bash({"command": "pwd"})`}, wantFinish: "tool_calls"},
 		{name: "none ends at a call", model: "qwen3", body: map[string]any{"tool_choice": "none", "chat_template_kwargs": map[string]any{"enable_thinking": false}},
 			turns:       []string{"I would run ls.\n" + jsonCall},
-			wantContent: "I would run ls.", wantFinish: "stop"},
+			wantContent: "I would run ls.\n", wantFinish: "stop"}, // content as generated, up to the call
 		{name: "no tools: markup is content", model: "qwen3", body: map[string]any{"tools": nil, "chat_template_kwargs": map[string]any{"enable_thinking": false}},
 			turns:       []string{"Text " + jsonCall},
 			wantContent: "Text " + jsonCall, wantFinish: "stop"},
@@ -531,8 +531,10 @@ func TestProbeToolMarkup(t *testing.T) {
 		model string
 		want  toolMarkup
 	}{
-		{"qwen3", toolMarkup{open: "<tool_call>\n", named: "<tool_call>\n{\"name\": \"" + probeName + "\", \"arguments\": ", afterReasoning: "\n\n", reasons: true}},
-		{"qwen35", toolMarkup{open: "<tool_call>\n", named: "<tool_call>\n<function=" + probeName + ">\n", afterReasoning: "\n\n", reasons: true}},
+		{"qwen3", toolMarkup{open: "<tool_call>\n", named: "<tool_call>\n{\"name\": \"" + probeName + "\", \"arguments\": ", afterReasoning: "\n\n", reasons: true,
+			close: "}\n</tool_call>"}},
+		{"qwen35", toolMarkup{open: "<tool_call>\n", named: "<tool_call>\n<function=" + probeName + ">\n", afterReasoning: "\n\n", reasons: true,
+			xml: true, paramOpen: "<parameter=", paramMid: ">\n", paramClose: "\n</parameter>\n", close: "</function>\n</tool_call>"}},
 	}
 	for _, tc := range cases {
 		got, ok := probeToolMarkup(qwenTemplate(t, tc.model))

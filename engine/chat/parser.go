@@ -95,6 +95,8 @@ type Parser struct {
 
 	buf       string // input not yet consumed
 	mode      parseMode
+	thought   bool // a reasoning block closed: line breaks after it are markup
+	afterCall bool // a call block ended: whitespace after it is markup
 	content   textChannel
 	reasoning textChannel
 	call      *callState
@@ -294,6 +296,7 @@ func (p *Parser) stepText(final bool, marker string, ch *textChannel, kind delta
 		if kind == kindReasoning {
 			ch.ws = "" // trailing whitespace of the reasoning
 			p.mode = modeContent
+			p.thought = true
 		} else {
 			p.call = &callState{wsBefore: ch.ws}
 			p.call.raw.WriteString(toolCallOpen)
@@ -309,6 +312,9 @@ func (p *Parser) stepText(final bool, marker string, ch *textChannel, kind delta
 	p.emitText(ch, kind, p.buf[:len(p.buf)-keep])
 	p.buf = p.buf[len(p.buf)-keep:]
 	if final {
+		if kind == kindContent && ch.started {
+			p.emit(kind, 0, ch.ws) // the answer's own trailing whitespace
+		}
 		ch.ws = ""
 	}
 	return false
@@ -330,11 +336,26 @@ func (p *Parser) emitText(ch *textChannel, kind deltaKind, s string) {
 		return
 	}
 	if !ch.started {
-		s = strings.TrimLeft(s, " \t\r\n")
+		// The reasoning is trimmed, as the templates trim it when they
+		// render it back; content loses only the line breaks the template
+		// writes after "</think>", and keeps its own whitespace.
+		switch {
+		case kind == kindReasoning:
+			s = strings.TrimLeft(s, " \t\r\n")
+		case p.thought:
+			s = strings.TrimLeft(s, "\r\n")
+		}
 		if s == "" {
 			return
 		}
 		ch.started = true
+	}
+	if kind == kindContent && p.afterCall {
+		s = strings.TrimLeft(s, " \t\r\n")
+		if s == "" {
+			return
+		}
+		p.afterCall = false
 	}
 	body := strings.TrimRight(s, " \t\r\n")
 	if body == "" {
@@ -420,6 +441,7 @@ func (p *Parser) stepCall(final bool) bool {
 			p.buf = p.buf[i+1:]
 			p.call = nil
 			p.mode = modeContent
+			p.afterCall = true
 			return true
 		case callFail:
 			rest := p.buf[i+1:]
@@ -442,6 +464,7 @@ func (p *Parser) failCall(pos int, rest string) {
 	c := p.call
 	p.call = nil
 	p.mode = modeContent
+	p.afterCall = c.committed
 	if !c.committed {
 		// Nothing was sent: the whole block is content. Its text after the
 		// "<tool_call>" marker is scanned again, since another call may

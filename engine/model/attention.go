@@ -42,17 +42,20 @@ const tiledQueries = 64
 // tiledKV is GGML_FA_TILE_KV, the KV block of the tiled path.
 const tiledKV = 64
 
-// forward runs the layer on the n normed rows h of the batch, writes K and
-// V of every token to the cache after the committed ones, and leaves the
-// projected output in out.
-func (a *attention) forward(d *decoder, s *state, li int, h []float32, n int, out []float32) {
-	w := &s.w
+// forward runs the layer on the normed rows h of pass p: the projections
+// and the per-row steps (the query/gate split, the q and k norms, RoPE)
+// over every row at once, then, sequence by sequence, the K and V of its
+// tokens written to its cache after its committed ones and its attention,
+// and the projected output of every row into out.
+func (a *attention) forward(d *decoder, p *pass, li int, h []float32, out []float32) {
+	r := p.rows
+	n := p.n
 	hd := a.headDim
 	qDim, kvDim := a.heads*hd, a.kvHeads*hd
 
-	qf := w.qf[:n*a.wq.m.Rows]
-	k := w.k[:n*kvDim]
-	v := w.v[:n*kvDim]
+	qf := r.qf[:n*a.wq.m.Rows]
+	k := r.k[:n*kvDim]
+	v := r.v[:n*kvDim]
 	d.mm(&a.wq, qf, h, n)
 	d.mm(&a.wk, k, h, n)
 	d.mm(&a.wv, v, h, n)
@@ -60,11 +63,11 @@ func (a *attention) forward(d *decoder, s *state, li int, h []float32, n int, ou
 	q := qf
 	if a.gated {
 		// per head: [query (hd) | gate (hd)]
-		q = w.q[:n*qDim]
-		gate := w.gate[:n*qDim]
-		for r := 0; r < n*a.heads; r++ {
-			copy(q[r*hd:(r+1)*hd], qf[2*r*hd:(2*r+1)*hd])
-			copy(gate[r*hd:(r+1)*hd], qf[(2*r+1)*hd:(2*r+2)*hd])
+		q = r.q[:n*qDim]
+		gate := r.gate[:n*qDim]
+		for i := 0; i < n*a.heads; i++ {
+			copy(q[i*hd:(i+1)*hd], qf[2*i*hd:(2*i+1)*hd])
+			copy(gate[i*hd:(i+1)*hd], qf[(2*i+1)*hd:(2*i+2)*hd])
 		}
 	}
 	if a.qNorm != nil {
@@ -75,17 +78,58 @@ func (a *attention) forward(d *decoder, s *state, li int, h []float32, n int, ou
 	}
 
 	rd := a.rope.dims
-	if !w.csSet {
-		for i := 0; i < n; i++ {
-			a.rope.cache(w.cs[i*rd:(i+1)*rd], w.batch.Pos[i])
+	if !p.csSet {
+		for _, s := range p.seqs {
+			for i, pos := range s.w.batch.Pos {
+				row := s.w.off + i
+				a.rope.cache(r.cs[row*rd:(row+1)*rd], pos)
+			}
 		}
-		w.csSet = true
+		p.csSet = true
 	}
 	for i := 0; i < n; i++ {
-		cs := w.cs[i*rd : (i+1)*rd]
+		cs := r.cs[i*rd : (i+1)*rd]
 		a.rope.apply(q[i*qDim:(i+1)*qDim], a.heads, hd, cs)
 		a.rope.apply(k[i*kvDim:(i+1)*kvDim], a.kvHeads, hd, cs)
 	}
+
+	o := r.o[:n*qDim]
+	for _, s := range p.seqs {
+		off, m := s.w.off, len(s.w.batch.Tokens)
+		a.attend(d, s, li, attnRows{
+			q: rowsOf(q, off, m, qDim), k: rowsOf(k, off, m, kvDim), v: rowsOf(v, off, m, kvDim),
+			o: rowsOf(o, off, m, qDim), q16: rowsOf(r.q16, off, m, qDim), acc16: rowsOf(r.acc16, off, m, qDim),
+		})
+	}
+
+	if a.gated {
+		gate := r.gate[:n*qDim]
+		for j := range o {
+			o[j] *= sigmoid(gate[j])
+		}
+	}
+	d.mm(&a.wo, out, o, n)
+}
+
+// attnRows are one sequence's rows of a pass that its attention reads and
+// writes: queries, keys and values after RoPE, the output, and the
+// one-row path's F16 query and accumulator per (token, head).
+type attnRows struct {
+	q, k, v, o []float32
+	q16, acc16 []float32
+}
+
+// attend writes the keys and values of the batch of s to its cache after
+// the committed tokens and computes the attention output of each of its
+// tokens. Everything it decides (one-row or tiled path, the tiles, how
+// the work is cut) follows from this sequence's batch alone, so the bits
+// do not depend on what other sequences share the pass.
+func (a *attention) attend(d *decoder, s *state, li int, ar attnRows) {
+	w := &s.w
+	n := len(w.batch.Tokens)
+	hd := a.headDim
+	kvDim := a.kvHeads * hd
+	k, v := ar.k, ar.v
 
 	c := &s.kv[li]
 	for i := 0; i < n; i++ {
@@ -105,8 +149,7 @@ func (a *attention) forward(d *decoder, s *state, li int, h []float32, n int, ou
 		}
 	}
 
-	o := w.o[:n*qDim]
-	w.att = attnJob{a: a, c: c, q: q, o: o, n: n, tasks: n * a.heads, tiled: n >= tiledQueries, scratch: w.att.scratch}
+	w.att = attnJob{a: a, c: c, q: ar.q, o: ar.o, q16: ar.q16, acc16: ar.acc16, n: n, tasks: n * a.heads, tiled: n >= tiledQueries, scratch: w.att.scratch}
 	// A chain's tiled attention over an F16 cache goes by tiles of
 	// tileTokens tokens of one KV head (runTiles).
 	w.att.tiles = w.att.tiled && w.chain && c.k16 != nil && useAttnKernels
@@ -130,29 +173,22 @@ func (a *attention) forward(d *decoder, s *state, li int, h []float32, n int, ou
 	} else {
 		w.runAttention(0, 1)
 	}
-
-	if a.gated {
-		gate := w.gate[:n*qDim]
-		for j := range o {
-			o[j] *= sigmoid(gate[j])
-		}
-	}
-	d.mm(&a.wo, out, o, n)
 }
 
 // attnJob is the attention of one layer over one batch. Its (token, head)
 // tasks are cut into chunks; a chunk runs on one worker and owns a slice of
 // scratch.
 type attnJob struct {
-	a       *attention
-	c       *kvCache
-	q, o    []float32
-	n       int
-	tasks   int
-	chunks  int
-	tiled   bool
-	tiles   bool // tasks are (tile, KV head) pairs of runTiles
-	scratch []float32
+	a          *attention
+	c          *kvCache
+	q, o       []float32
+	q16, acc16 []float32 // the one-row paths' scratch per task
+	n          int
+	tasks      int
+	chunks     int
+	tiled      bool
+	tiles      bool // tasks are (tile, KV head) pairs of runTiles
+	scratch    []float32
 }
 
 // runAttention computes the outputs of the task chunks [lo, hi).
@@ -174,13 +210,13 @@ func (w *work) runAttention(lo, hi int) {
 			o := j.o[t*hd : (t+1)*hd]
 			switch {
 			case j.c.k8 != nil:
-				w.attendFP8(i, q, o, kvOff, w.acc16[t*hd:(t+1)*hd])
+				w.attendFP8(i, q, o, kvOff, j.acc16[t*hd:(t+1)*hd])
 			case j.c.k32 != nil:
 				w.attendNoFlash(i, q, o, kvOff, j.scratch[ch*per:(ch+1)*per])
 			case j.tiled:
 				w.attendTiled(i, q, o, kvOff)
 			default:
-				w.attendF16(i, q, o, kvOff, w.q16[t*hd:(t+1)*hd], w.acc16[t*hd:(t+1)*hd])
+				w.attendF16(i, q, o, kvOff, j.q16[t*hd:(t+1)*hd], j.acc16[t*hd:(t+1)*hd])
 			}
 		}
 	}

@@ -36,13 +36,18 @@ type deltaNet struct {
 // inputs per token that a pending tree keeps for Commit: conv input, g, beta.
 func (dn *deltaNet) savedRow() int { return dn.convDim + 2*dn.vHeads }
 
-func (dn *deltaNet) forward(d *decoder, s *state, li int, h []float32, n int, out []float32) {
-	w := &s.w
+// forward runs the layer on the normed rows h of pass p: the input
+// projections and gates over every row at once, the conv and the
+// recurrence sequence by sequence on its own state (deltaNet.recur), then
+// the gated norm and the output projection of every row into out.
+func (dn *deltaNet) forward(d *decoder, p *pass, li int, h []float32, out []float32) {
+	r := p.rows
+	n := p.n
 	C, V, Hv := dn.convDim, dn.valueDim, dn.vHeads
-	mix := w.mix[:n*C]
-	z := w.z[:n*V]
-	beta := w.beta[:n*Hv]
-	g := w.g[:n*Hv]
+	mix := r.mix[:n*C]
+	z := r.z[:n*V]
+	beta := r.beta[:n*Hv]
+	g := r.g[:n*Hv]
 	d.mm(&dn.wqkv, mix, h, n)
 	d.mm(&dn.wz, z, h, n)
 	d.mm(&dn.wBeta, beta, h, n)
@@ -56,27 +61,20 @@ func (dn *deltaNet) forward(d *decoder, s *state, li int, h []float32, n int, ou
 		}
 	}
 
-	rec := &s.rec[li]
-	if !w.pending {
-		dn.runChain(d, w, rec, n)
-	} else {
-		row := dn.savedRow()
-		rec.saved = growF32(rec.saved, n*row)
-		for i := 0; i < n; i++ {
-			r := rec.saved[i*row : (i+1)*row]
-			copy(r[:C], mix[i*C:(i+1)*C])
-			copy(r[C:C+Hv], g[i*Hv:(i+1)*Hv])
-			copy(r[C+Hv:], beta[i*Hv:(i+1)*Hv])
-		}
-		dn.runTree(d, w, rec, n)
+	qkv, o := r.qkv[:n*C], r.do[:n*V]
+	for _, s := range p.seqs {
+		off, m := s.w.off, len(s.w.batch.Tokens)
+		dn.recur(d, s, li, deltaRows{
+			mix: rowsOf(mix, off, m, C), qkv: rowsOf(qkv, off, m, C),
+			g: rowsOf(g, off, m, Hv), beta: rowsOf(beta, off, m, Hv), o: rowsOf(o, off, m, V),
+		})
 	}
 
 	// gated RMSNorm per value head: rmsnorm(o)*w * silu(z)
 	dv := dn.headDim
-	o := w.do[:n*V]
-	for r := 0; r < n*Hv; r++ {
-		or := o[r*dv : (r+1)*dv]
-		zr := z[r*dv : (r+1)*dv]
+	for i := 0; i < n*Hv; i++ {
+		or := o[i*dv : (i+1)*dv]
+		zr := z[i*dv : (i+1)*dv]
 		tensor.RMSNorm(or, or, dn.norm, dn.eps)
 		dn.silu(d, zr)
 		tensor.Mul(or, zr)
@@ -84,21 +82,51 @@ func (dn *deltaNet) forward(d *decoder, s *state, li int, h []float32, n int, ou
 	d.mm(&dn.wOut, out, o, n)
 }
 
+// deltaRows are one sequence's rows of a pass that its conv and recurrence
+// read and write: the conv input (mix), g and beta in, the conv output
+// (q, k, v per token) and the recurrence's output o.
+type deltaRows struct {
+	mix, qkv, g, beta, o []float32
+}
+
+// recur runs the conv and the gated delta rule of the batch of s, whose
+// inputs are in dr: a chain on its committed state, a pending batch on
+// per-node scratch (keeping its inputs for Commit).
+func (dn *deltaNet) recur(d *decoder, s *state, li int, dr deltaRows) {
+	w := &s.w
+	n := len(w.batch.Tokens)
+	C, Hv := dn.convDim, dn.vHeads
+	rec := &s.rec[li]
+	if !w.pending {
+		dn.runChain(d, w, rec, dr, n)
+		return
+	}
+	row := dn.savedRow()
+	rec.saved = growF32(rec.saved, n*row)
+	for i := 0; i < n; i++ {
+		r := rec.saved[i*row : (i+1)*row]
+		copy(r[:C], dr.mix[i*C:(i+1)*C])
+		copy(r[C:C+Hv], dr.g[i*Hv:(i+1)*Hv])
+		copy(r[C+Hv:], dr.beta[i*Hv:(i+1)*Hv])
+	}
+	dn.runTree(d, w, rec, dr, n)
+}
+
 // runChain advances the committed state rec through the n tokens whose
-// inputs are in w.mix, w.g and w.beta, writing each token's output to w.do.
-func (dn *deltaNet) runChain(d *decoder, w *work, rec *recurrent, n int) {
+// inputs are in dr, writing each token's output to dr.o.
+func (dn *deltaNet) runChain(d *decoder, w *work, rec *recurrent, dr deltaRows, n int) {
 	C := dn.convDim
 	for i := 0; i < n; i++ {
-		dn.convToken(d, w.qkv[i*C:(i+1)*C], rec.conv, w.mix[i*C:(i+1)*C])
-		dn.shift(rec.conv, rec.conv, w.mix[i*C:(i+1)*C])
+		dn.convToken(d, dr.qkv[i*C:(i+1)*C], rec.conv, dr.mix[i*C:(i+1)*C])
+		dn.shift(rec.conv, rec.conv, dr.mix[i*C:(i+1)*C])
 	}
-	w.dn = deltaJob{dn: dn, rec: rec, n: n, chain: true}
+	w.dn = deltaJob{dn: dn, rec: rec, rows: dr, n: n, chain: true}
 	dn.runHeads(d, w, n)
 }
 
 // runTree computes every node of a tree batch from its parent's state (the
 // committed state for a root) into per-node scratch; rec is not changed.
-func (dn *deltaNet) runTree(d *decoder, w *work, rec *recurrent, n int) {
+func (dn *deltaNet) runTree(d *decoder, w *work, rec *recurrent, dr deltaRows, n int) {
 	C := dn.convDim
 	win := (dn.kernel - 1) * C
 	w.treeScratch(n)
@@ -107,28 +135,32 @@ func (dn *deltaNet) runTree(d *decoder, w *work, rec *recurrent, n int) {
 		if p := w.batch.Parent[i]; p >= 0 {
 			src = w.nodeWin[int(p)*win : (int(p)+1)*win]
 		}
-		mix := w.mix[i*C : (i+1)*C]
-		dn.convToken(d, w.qkv[i*C:(i+1)*C], src, mix)
+		mix := dr.mix[i*C : (i+1)*C]
+		dn.convToken(d, dr.qkv[i*C:(i+1)*C], src, mix)
 		dn.shift(w.nodeWin[i*win:(i+1)*win], src, mix)
 	}
-	w.dn = deltaJob{dn: dn, rec: rec, n: n, parent: w.batch.Parent}
+	w.dn = deltaJob{dn: dn, rec: rec, rows: dr, n: n, parent: w.batch.Parent}
 	dn.runHeads(d, w, n)
 }
 
 // replay commits the nodes in path of a pending tree: it runs their saved
 // inputs as a chain on the committed state, which gives the same state as
-// the tree pass computed for the path's last node.
+// the tree pass computed for the path's last node. It runs in the state's
+// own rows (the pass that made the tree may have used the decoder's).
 func (dn *deltaNet) replay(d *decoder, s *state, li int, path []int) {
 	w := &s.w
 	rec := &s.rec[li]
+	n := len(path)
 	C, Hv, row := dn.convDim, dn.vHeads, dn.savedRow()
+	w.rowBufs.grow(w.ws, n)
+	dr := deltaRows{mix: w.mix[:n*C], qkv: w.qkv[:n*C], g: w.g[:n*Hv], beta: w.beta[:n*Hv], o: w.do[:n*dn.valueDim]}
 	for k, idx := range path {
 		r := rec.saved[idx*row : (idx+1)*row]
-		copy(w.mix[k*C:(k+1)*C], r[:C])
-		copy(w.g[k*Hv:(k+1)*Hv], r[C:C+Hv])
-		copy(w.beta[k*Hv:(k+1)*Hv], r[C+Hv:])
+		copy(dr.mix[k*C:(k+1)*C], r[:C])
+		copy(dr.g[k*Hv:(k+1)*Hv], r[C:C+Hv])
+		copy(dr.beta[k*Hv:(k+1)*Hv], r[C+Hv:])
 	}
-	dn.runChain(d, w, rec, len(path))
+	dn.runChain(d, w, rec, dr, n)
 }
 
 func (dn *deltaNet) runHeads(d *decoder, w *work, n int) {
@@ -215,6 +247,7 @@ func (dn *deltaNet) shift(dst, src, mix []float32) {
 type deltaJob struct {
 	dn     *deltaNet
 	rec    *recurrent
+	rows   deltaRows
 	n      int
 	chain  bool
 	parent []int32
@@ -240,12 +273,12 @@ func (w *work) runDelta(lo, hi int) {
 				}
 				copy(S, src)
 			}
-			row := w.qkv[i*C : (i+1)*C]
+			row := j.rows.qkv[i*C : (i+1)*C]
 			q := row[kh*dk : (kh+1)*dk]
 			k := row[dn.keyDim+kh*dk : dn.keyDim+(kh+1)*dk]
 			v := row[2*dn.keyDim+hv*dk : 2*dn.keyDim+(hv+1)*dk]
-			o := w.do[(i*Hv+hv)*dk : (i*Hv+hv+1)*dk]
-			dn.step(S, q, k, v, w.g[i*Hv+hv], w.beta[i*Hv+hv], o, delta)
+			o := j.rows.o[(i*Hv+hv)*dk : (i*Hv+hv+1)*dk]
+			dn.step(S, q, k, v, j.rows.g[i*Hv+hv], j.rows.beta[i*Hv+hv], o, delta)
 		}
 	}
 }

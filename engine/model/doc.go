@@ -10,6 +10,16 @@
 // prefix and its ancestors, computes each DeltaNet node from its parent's
 // state, and stays pending until [State.Commit] keeps one root-to-node path.
 //
+// [ForwardMulti] runs the batches of several sequences (decode steps,
+// prefill chunks, verify trees, each against its own State) in one pass,
+// the continuous batching of an engine that serves several agents: the
+// matrix products take every sequence's tokens at once, so the weights
+// are read once per pass; attention and the DeltaNet steps run per
+// sequence. Each sequence gets exactly the bits it gets alone, because
+// engine/tensor's products give every (row, vector) pair the one-vector
+// kernel's sum whatever the number of vectors (llama.cpp's do not: its
+// batches take other kernels than one token does).
+//
 // Where llama.cpp's arithmetic decides tokens, this package copies it, down
 // to the last bit of the logits (given matrix kernels that sum as ggml's
 // do; logits_test.go checks it against llama.cpp's raw logits): flash

@@ -8,10 +8,10 @@ type mlp struct {
 	gate, up, down linear
 }
 
-func (m *mlp) forward(d *decoder, w *work, h []float32, n int, out []float32) {
+func (m *mlp) forward(d *decoder, r *rowBufs, h []float32, n int, out []float32) {
 	F := m.gate.m.Rows
-	a := w.ffa[:n*F]
-	b := w.ffb[:n*F]
+	a := r.ffa[:n*F]
+	b := r.ffb[:n*F]
 	d.mm(&m.gate, a, h, n)
 	d.mm(&m.up, b, h, n)
 	for r := 0; r < n; r++ {

@@ -9,6 +9,8 @@ import (
 
 // Model is a loaded architecture: it runs batches of tokens on a State.
 // Its methods are called from one goroutine at a time (the engine worker).
+// The models of Load also run several sequences in one pass
+// (MultiForwarder; call them through ForwardMulti).
 type Model interface {
 	Arch() string
 	Hyper() Hyper
@@ -131,10 +133,13 @@ type decoder struct {
 	// (tests use it to run ggml's exact kernels); nil in normal use.
 	kernels *kernelHooks
 	observe func(name string, x []float32, n, cols int) // Options.Observe
+	multi   multiPass                                   // ForwardMulti's scratch (multi.go)
 }
 
 // kernelHooks are stand-ins for engine/tensor kernels. matmul reports
-// whether it handled the product.
+// whether it handled the product. They imitate llama.cpp, whose kernels
+// depend on the number of rows in a product, so under them ForwardMulti
+// is not bit for bit each sequence alone.
 type kernelHooks struct {
 	matmul func(dst []float32, m tensor.Matrix, x []float32, n int) bool
 	silu   func(x []float32)
@@ -173,36 +178,58 @@ func (d *decoder) ForwardHidden(st State, b Batch, logits, hidden []float32) err
 	if err != nil {
 		return err
 	}
-	n := len(b.Tokens)
+	p := s.alone()
+	d.embedRows(p)
+	rows := d.runLayers(p, d.layers, nOut)
 	E := d.hp.Embd
-	x := s.w.x[:n*E]
-	for i, t := range b.Tokens {
-		d.embed.RowTo(x[i*E:(i+1)*E], int(t))
-	}
-	rows := d.runLayers(s, d.layers, x, n, nOut)
-	d.head(s, x[:rows*E], rows, d.outNorm, &d.output, logits, hidden)
+	d.head(p.rows, p.rows.x[:rows*E], rows, d.outNorm, &d.output, logits, hidden)
 	s.finish()
 	return nil
 }
 
+// embedRows writes the token embeddings of every sequence of p into its
+// rows of x.
+func (d *decoder) embedRows(p *pass) {
+	E := d.hp.Embd
+	x := p.rows.x
+	for _, s := range p.seqs {
+		for i, t := range s.w.batch.Tokens {
+			row := s.w.off + i
+			d.embed.RowTo(x[row*E:(row+1)*E], int(t))
+		}
+	}
+}
+
 // begin checks a forward call on a state of owner and readies the state's
-// scratch for b. It returns the state and the number of tokens that want
-// logits.
+// scratch for b as the only batch of its pass. It returns the state and
+// the number of tokens that want logits.
 func (d *decoder) begin(owner stateOwner, st State, b *Batch, logits, hidden []float32) (*state, int, error) {
-	s, ok := st.(*state)
-	if !ok || s.owner != owner {
-		return nil, 0, fmt.Errorf("model: state was not made by this model (or is the MTP head's)")
-	}
-	if s.pending > 0 {
-		return nil, 0, fmt.Errorf("model: a tree batch of %d tokens is pending; Commit a path first", s.pending)
-	}
-	chain, err := b.check(d.hp.Vocab)
+	s, chain, nOut, err := d.check(owner, st, b, logits, hidden)
 	if err != nil {
 		return nil, 0, err
 	}
+	s.begin(b, chain, 0)
+	return s, nOut, nil
+}
+
+// check validates a forward call on a state of owner, changing nothing.
+// It returns the state, whether b is a chain and the number of tokens that
+// want logits.
+func (d *decoder) check(owner stateOwner, st State, b *Batch, logits, hidden []float32) (*state, bool, int, error) {
+	s, ok := st.(*state)
+	if !ok || s.owner != owner {
+		return nil, false, 0, fmt.Errorf("model: state was not made by this model (or is the MTP head's)")
+	}
+	if s.pending > 0 {
+		return nil, false, 0, fmt.Errorf("model: a tree batch of %d tokens is pending; Commit a path first", s.pending)
+	}
+	chain, err := b.check(d.hp.Vocab)
+	if err != nil {
+		return nil, false, 0, err
+	}
 	n := len(b.Tokens)
 	if s.n+n > s.max {
-		return nil, 0, fmt.Errorf("model: state holds %d of %d tokens; a batch of %d does not fit", s.n, s.max, n)
+		return nil, false, 0, fmt.Errorf("model: state holds %d of %d tokens; a batch of %d does not fit", s.n, s.max, n)
 	}
 	nOut := 0
 	for i := range b.Tokens {
@@ -211,13 +238,12 @@ func (d *decoder) begin(owner stateOwner, st State, b *Batch, logits, hidden []f
 		}
 	}
 	if len(logits) < nOut*d.hp.Vocab {
-		return nil, 0, fmt.Errorf("model: logits has room for %d floats, %d tokens want %d", len(logits), nOut, nOut*d.hp.Vocab)
+		return nil, false, 0, fmt.Errorf("model: logits has room for %d floats, %d tokens want %d", len(logits), nOut, nOut*d.hp.Vocab)
 	}
 	if hidden != nil && len(hidden) < nOut*d.hp.Embd {
-		return nil, 0, fmt.Errorf("model: hidden has room for %d floats, %d tokens want %d", len(hidden), nOut, nOut*d.hp.Embd)
+		return nil, false, 0, fmt.Errorf("model: hidden has room for %d floats, %d tokens want %d", len(hidden), nOut, nOut*d.hp.Embd)
 	}
-	s.begin(b, chain)
-	return s, nOut, nil
+	return s, chain, nOut, nil
 }
 
 // commitRecurrent replays the accepted path through every DeltaNet layer.
@@ -229,62 +255,60 @@ func (d *decoder) commitRecurrent(s *state, path []int) {
 	}
 }
 
-// runLayers runs the decoder blocks over the n rows of x and leaves in x
-// only the rows that want logits; it returns how many. Like llama.cpp's
+// runLayers runs the decoder blocks over the rows of pass p (their
+// embeddings in p.rows.x) and leaves in x only the rows that want logits,
+// nOut of them, sequence after sequence; it returns nOut. Like llama.cpp's
 // inp_out_ids, llama drops the other rows before the last block's
 // feed-forward part, qwen35 (embeddings_nextn_masked off) only after the
 // last block; a row's values are the same either way.
-func (d *decoder) runLayers(s *state, layers []layer, x []float32, n, nOut int) int {
+//
+// The matrix products take every row of the pass at once (the weights are
+// read once for all sequences); attention and the DeltaNet's conv and
+// recurrence run per sequence on its own state. A row's bits do not depend
+// on the other rows of the pass: engine/tensor's products give each (row,
+// vector) pair the one-vector kernel's sum whatever the number of vectors,
+// and every other step is per row or per sequence.
+func (d *decoder) runLayers(p *pass, layers []layer, nOut int) int {
 	E := d.hp.Embd
-	w := &s.w
-	rows := n
+	r := p.rows
+	x := r.x
+	rows := p.n
 	for li := range layers {
 		L := &layers[li]
-		h := w.h[:rows*E]
-		y := w.y[:rows*E]
+		h := r.h[:rows*E]
+		y := r.y[:rows*E]
 		rmsNormRows(h, x[:rows*E], L.attnNorm, rows, E, d.eps)
 		if L.attn != nil {
-			L.attn.forward(d, s, li, h, n, y)
+			L.attn.forward(d, p, li, h, y)
 		} else {
-			L.delta.forward(d, s, li, h, n, y)
+			L.delta.forward(d, p, li, h, y)
 		}
-		if d.gatherEarly && li == len(layers)-1 && nOut < n {
-			keepRows(w, x, nOut, E)
-			keepRows(w, y, nOut, E)
+		if d.gatherEarly && li == len(layers)-1 && nOut < rows {
+			p.keepRows(x, E)
+			p.keepRows(y, E)
 			rows = nOut
 		}
 		tensor.Add(x[:rows*E], y[:rows*E])
-		h = w.h[:rows*E]
-		y = w.y[:rows*E]
+		h = r.h[:rows*E]
+		y = r.y[:rows*E]
 		rmsNormRows(h, x[:rows*E], L.ffnNorm, rows, E, d.eps)
-		L.mlp.forward(d, w, h, rows, y)
+		L.mlp.forward(d, r, h, rows, y)
 		tensor.Add(x[:rows*E], y[:rows*E])
 	}
 	if rows > nOut {
-		keepRows(w, x, nOut, E)
+		p.keepRows(x, E)
 	}
 	return nOut
 }
 
-// keepRows moves the rows of the batch that want logits to the front of x.
-func keepRows(w *work, x []float32, nOut, E int) {
-	r := 0
-	for i := range w.batch.Tokens {
-		if w.batch.wantsLogits(i) {
-			copy(x[r*E:(r+1)*E], x[i*E:(i+1)*E])
-			r++
-		}
-	}
-}
-
 // head normalises the rows of x and projects them to logits; hidden, when
-// not nil, receives the normed rows.
-func (d *decoder) head(s *state, x []float32, rows int, norm []float32, out *linear, logits, hidden []float32) {
+// not nil, receives the normed rows, which stay in r.h.
+func (d *decoder) head(r *rowBufs, x []float32, rows int, norm []float32, out *linear, logits, hidden []float32) {
 	if rows == 0 {
 		return
 	}
 	E, V := d.hp.Embd, d.hp.Vocab
-	h := s.w.h[:rows*E]
+	h := r.h[:rows*E]
 	rmsNormRows(h, x, norm, rows, E, d.eps)
 	d.mm(out, logits[:rows*V], h, rows)
 	if hidden != nil {

@@ -54,7 +54,8 @@ func (m *mtpHead) Forward(st State, b Batch, hidden, logits, hiddenOut []float32
 	if len(hidden) < n*E {
 		return fmt.Errorf("model: MTP hidden has %d floats, %d tokens need %d", len(hidden), n, n*E)
 	}
-	cat := s.w.cat[:n*2*E]
+	p := s.alone()
+	cat := p.rows.cat[:n*2*E]
 	for i, t := range b.Tokens {
 		e := cat[2*i*E : (2*i+1)*E]
 		h := cat[(2*i+1)*E : (2*i+2)*E]
@@ -62,10 +63,10 @@ func (m *mtpHead) Forward(st State, b Batch, hidden, logits, hiddenOut []float32
 		tensor.RMSNorm(e, e, m.enorm, d.eps)
 		tensor.RMSNorm(h, hidden[i*E:(i+1)*E], m.hnorm, d.eps)
 	}
-	x := s.w.x[:n*E]
+	x := p.rows.x[:n*E]
 	d.mm(&m.ehProj, x, cat, n)
-	rows := d.runLayers(s, m.layers, x, n, nOut)
-	d.head(s, x[:rows*E], rows, m.headNorm, &m.head, logits, hiddenOut)
+	rows := d.runLayers(p, m.layers, nOut)
+	d.head(p.rows, x[:rows*E], rows, m.headNorm, &m.head, logits, hiddenOut)
 	s.finish()
 	return nil
 }

@@ -113,8 +113,8 @@ func TestDeltaNetLayer(t *testing.T) {
 		for i := 0; i < T; i += chunk {
 			n := min(chunk, T-i)
 			b := ChainBatch(make([]int32, n), i, false)
-			s.begin(&b, true)
-			d.layers[0].delta.forward(d, s, 0, h[i*E:(i+n)*E], n, s.w.y[:n*E])
+			s.begin(&b, true, 0)
+			d.layers[0].delta.forward(d, s.alone(), 0, h[i*E:(i+n)*E], s.w.y[:n*E])
 			copy(out[i*E:], s.w.y[:n*E])
 			s.finish()
 		}

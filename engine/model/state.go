@@ -116,15 +116,16 @@ func newState(owner stateOwner, layers []layer, ws workShape, kvType tensor.DTyp
 			r.conv = make([]float32, (dn.kernel-1)*dn.convDim)
 		}
 	}
-	s.w.init(ws, maxTokens)
+	s.w.init(s, ws, maxTokens)
 	return s
 }
 
 func (s *state) Len() int { return s.n }
 
-// begin readies the scratch for batch b.
-func (s *state) begin(b *Batch, chain bool) {
-	s.w.prepare(b, chain, s.n)
+// begin readies the state's scratch for batch b, whose rows start at off
+// in the pass.
+func (s *state) begin(b *Batch, chain bool, off int) {
+	s.w.prepare(b, chain, s.n, off)
 }
 
 // finish commits a chain batch or leaves a tree (or verify) batch pending.
@@ -221,32 +222,81 @@ func (ws *workShape) add(L *layer) {
 	}
 }
 
-// work is the scratch of one forward pass, owned by the state so that a
-// decode step allocates nothing. Buffers hold up to cap tokens and grow
-// when a longer batch comes.
-type work struct {
-	ws        workShape
-	cap       int
-	maxTokens int // the state's KV slots
-
-	// the batch being run
-	batch   Batch
-	chain   bool // every token's parent is the one before it
-	pending bool // the batch waits for Commit (a tree, or a chain to verify)
-	base    int  // committed tokens before the batch: its first KV slot
-	anc     ancestry
-	cs      []float32 // RoPE cos/sin per token
-	csSet   bool
-
+// rowBufs are the per-token buffers of a forward pass: the inputs and
+// outputs of the matrix products and of the per-row steps around them, one
+// row per token. A state's own hold its batch when it runs alone; a pass
+// over several sequences (ForwardMulti) uses the decoder's, which hold
+// every sequence's rows one after another. Buffers hold up to cap tokens
+// and grow when a longer batch comes.
+type rowBufs struct {
+	cap          int
 	x, y, h, cat []float32
+	cs           []float32 // RoPE cos/sin per token
 	qf, q, k, v  []float32
 	gate, o      []float32
 	q16, acc16   []float32 // F16 query and accumulator per (token, head), widened
 	ffa, ffb     []float32
 
 	mix, qkv, z, beta, g, do []float32
-	delta                    []float32 // per value head d_v
-	nodeS, nodeWin           []float32 // tree batches: per-node recurrent state and conv window
+}
+
+// grow sizes the buffers for n tokens.
+func (r *rowBufs) grow(ws workShape, n int) {
+	if n <= r.cap {
+		return
+	}
+	r.cap = n
+	r.x = make([]float32, n*ws.embd)
+	r.y = make([]float32, n*ws.embd)
+	r.h = make([]float32, n*ws.embd)
+	r.cat = make([]float32, n*ws.cat)
+	r.cs = make([]float32, n*ws.ropeDims)
+	r.qf = make([]float32, n*ws.qFull)
+	r.q = make([]float32, n*ws.q)
+	r.k = make([]float32, n*ws.kv)
+	r.v = make([]float32, n*ws.kv)
+	r.gate = make([]float32, n*ws.q)
+	r.o = make([]float32, n*ws.q)
+	r.q16 = make([]float32, n*ws.q)
+	r.acc16 = make([]float32, n*ws.q)
+	r.ffa = make([]float32, n*ws.ffn)
+	r.ffb = make([]float32, n*ws.ffn)
+	r.mix = make([]float32, n*ws.convDim)
+	r.qkv = make([]float32, n*ws.convDim)
+	r.z = make([]float32, n*ws.valueDim)
+	r.do = make([]float32, n*ws.valueDim)
+	r.beta = make([]float32, n*ws.vHeads)
+	r.g = make([]float32, n*ws.vHeads)
+}
+
+// rowsOf returns rows [off, off+n) of a buffer of width values per row,
+// capped so that a sequence's code cannot reach another's rows.
+func rowsOf(buf []float32, off, n, width int) []float32 {
+	return buf[off*width : (off+n)*width : (off+n)*width]
+}
+
+// work is one sequence's scratch for the forward pass, owned by its state
+// so that a decode step allocates nothing: the batch being run, what its
+// attention and DeltaNet steps keep per sequence, and the rows it uses
+// when it runs alone (rowBufs).
+type work struct {
+	ws        workShape
+	maxTokens int // the state's KV slots
+	rowBufs       // this state's own rows
+
+	// the batch being run
+	batch   Batch
+	chain   bool // every token's parent is the one before it
+	pending bool // the batch waits for Commit (a tree, or a chain to verify)
+	base    int  // committed tokens before the batch: its first KV slot
+	off     int  // the batch's first row in the pass
+	anc     ancestry
+
+	delta          []float32 // per value head d_v
+	nodeS, nodeWin []float32 // tree batches: per-node recurrent state and conv window
+
+	solo    pass // a pass over this state alone
+	soloSeq [1]*state
 
 	// parallel jobs, bound once so that starting one allocates nothing
 	att   attnJob
@@ -255,7 +305,7 @@ type work struct {
 	dnFn  func(lo, hi int)
 }
 
-func (w *work) init(ws workShape, maxTokens int) {
+func (w *work) init(s *state, ws workShape, maxTokens int) {
 	w.ws = ws
 	w.maxTokens = maxTokens
 	w.attFn = w.runAttention
@@ -263,43 +313,19 @@ func (w *work) init(ws workShape, maxTokens int) {
 	if ws.rec {
 		w.delta = make([]float32, ws.vHeads*ws.headDim)
 	}
+	w.soloSeq[0] = s
+	w.solo.seqs = w.soloSeq[:]
+	w.solo.rows = &w.rowBufs
 }
 
-// prepare sizes the buffers for b and records it.
-func (w *work) prepare(b *Batch, chain bool, base int) {
-	n := len(b.Tokens)
-	w.batch, w.chain, w.base = *b, chain, base
+// prepare records b, the batch this state runs next, whose first row in
+// the pass is off.
+func (w *work) prepare(b *Batch, chain bool, base, off int) {
+	w.batch, w.chain, w.base, w.off = *b, chain, base, off
 	w.pending = !chain || b.Verify
-	w.csSet = false
 	if !chain {
 		w.anc.build(b.Parent)
 	}
-	if n <= w.cap {
-		return
-	}
-	ws := w.ws
-	w.cap = n
-	w.x = make([]float32, n*ws.embd)
-	w.y = make([]float32, n*ws.embd)
-	w.h = make([]float32, n*ws.embd)
-	w.cat = make([]float32, n*ws.cat)
-	w.cs = make([]float32, n*ws.ropeDims)
-	w.qf = make([]float32, n*ws.qFull)
-	w.q = make([]float32, n*ws.q)
-	w.k = make([]float32, n*ws.kv)
-	w.v = make([]float32, n*ws.kv)
-	w.gate = make([]float32, n*ws.q)
-	w.o = make([]float32, n*ws.q)
-	w.q16 = make([]float32, n*ws.q)
-	w.acc16 = make([]float32, n*ws.q)
-	w.ffa = make([]float32, n*ws.ffn)
-	w.ffb = make([]float32, n*ws.ffn)
-	w.mix = make([]float32, n*ws.convDim)
-	w.qkv = make([]float32, n*ws.convDim)
-	w.z = make([]float32, n*ws.valueDim)
-	w.do = make([]float32, n*ws.valueDim)
-	w.beta = make([]float32, n*ws.vHeads)
-	w.g = make([]float32, n*ws.vHeads)
 }
 
 // treeScratch sizes the per-node recurrent buffers of a tree batch of n.

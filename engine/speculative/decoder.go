@@ -23,6 +23,9 @@ type Stats struct {
 	// (vLLM's acceptance per position), for depths up to MaxStatDepth.
 	Drafts     int64
 	AcceptedAt [MaxStatDepth]int64
+	// Filtered are the draft nodes a Shaper (a grammar) forbade, never
+	// verified.
+	Filtered int64
 }
 
 // MaxStatDepth bounds the draft depths Stats.AcceptedAt counts.
@@ -55,6 +58,12 @@ type Decoder struct {
 	out    []int32
 	dist   []sample.TokenProb
 	stats  Stats
+
+	rows      []int    // the verify row of each token in out
+	nodeShape []Shaper // filterTree's per-node states
+	// NoFilter verifies drafts a Shaper forbids (they are then always
+	// rejected): for measuring what filtering gains.
+	NoFilter bool
 }
 
 // New makes a decoder for m whose sequences hold at most ctxLen tokens.
@@ -148,6 +157,15 @@ func (d *Decoder) Stats() Stats { return d.stats }
 // which gives them with the distribution plain sampling has (not the same
 // draws for a seed). The returned slice is valid until the next Step.
 func (d *Decoder) Step(st model.State, pending int32, room int, smp *sample.Sampler) ([]int32, error) {
+	return d.StepShaped(st, pending, room, smp, nil)
+}
+
+// StepShaped is Step with a Shaper (nil: none) in the state after pending:
+// draft nodes it forbids are dropped before verification, and each
+// verified row is shaped before a token is picked from it, along the path
+// as it is accepted, so that greedy output is what plain greedy decoding
+// under the same Shaper gives and sampling keeps its distribution.
+func (d *Decoder) StepShaped(st model.State, pending int32, room int, smp *sample.Sampler, sh Shaper) ([]int32, error) {
 	if room < 1 {
 		return nil, fmt.Errorf("speculative: no room in the state for the pending token")
 	}
@@ -184,6 +202,9 @@ func (d *Decoder) Step(st model.State, pending int32, room int, smp *sample.Samp
 			d.suf.draft(tr, d.ctx, steps, d.vocab)
 		}
 	}
+	if sh != nil && !d.NoFilter && len(tr.nodes) > 1 {
+		d.filterTree(sh)
+	}
 	sel := tr.pick(maxNodes, linear)
 	n := len(sel)
 	b := d.verifyBatch(sel, L)
@@ -203,8 +224,17 @@ func (d *Decoder) Step(st model.State, pending int32, room int, smp *sample.Samp
 	greedy := smp.Params().Greedy()
 	d.path = append(d.path[:0], 0)
 	d.out = d.out[:0]
+	d.rows = d.rows[:0]
+	var walk Shaper
+	if sh != nil {
+		walk = sh.Clone()
+	}
 	for cur := 0; ; {
 		row := d.logits[cur*V : (cur+1)*V]
+		if walk != nil {
+			walk.Shape(row)
+		}
+		d.rows = append(d.rows, cur)
 		var t int32
 		next := -1
 		if greedy {
@@ -216,6 +246,11 @@ func (d *Decoder) Step(st model.State, pending int32, room int, smp *sample.Samp
 		d.out = append(d.out, t)
 		if next < 0 {
 			break
+		}
+		if walk != nil {
+			if err := walk.Accept(t); err != nil {
+				return nil, fmt.Errorf("speculative: shaper refused an accepted token: %w", err)
+			}
 		}
 		d.path = append(d.path, next)
 		cur = next
@@ -247,6 +282,16 @@ func (d *Decoder) Step(st model.State, pending int32, room int, smp *sample.Samp
 	}
 	d.pendingIn = true
 	return d.out, nil
+}
+
+// Rows returns the shaped logits row each token of the last Step's output
+// was picked from (for log-probabilities); valid until the next Step.
+func (d *Decoder) Rows(dst [][]float32) [][]float32 {
+	dst = dst[:0]
+	for _, r := range d.rows {
+		dst = append(dst, d.logits[r*d.vocab:(r+1)*d.vocab])
+	}
+	return dst
 }
 
 // notePending appends the pending token to the context unless the last

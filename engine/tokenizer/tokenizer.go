@@ -219,13 +219,29 @@ func (t *Tokenizer) Decode(ids []int32) string {
 // parseSpecial lets control tokens written in the text (e.g. <|im_start|>)
 // become those tokens. User-defined added tokens are always recognised.
 func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
+	return t.encode(text, addSpecial, parseSpecial, nil)
+}
+
+// EncodeMixed is Encode with special tokens parsed except where they
+// overlap one of the byte ranges plain ([start, end), sorted, disjoint):
+// a chat prompt's message text, whose "<|im_start|>" must stay text, in a
+// prompt whose template writes the real control tokens. Text outside the
+// ranges, and the fragments between control tokens, tokenize exactly as
+// Encode's do; user-defined added tokens are recognised everywhere, as
+// Encode does without parseSpecial.
+func (t *Tokenizer) EncodeMixed(text string, addSpecial bool, plain [][2]int) []int32 {
+	return t.encode(text, addSpecial, true, plain)
+}
+
+func (t *Tokenizer) encode(text string, addSpecial, parseSpecial bool, plain [][2]int) []int32 {
 	out := make([]int32, 0, len(text)/3+2)
 	if addSpecial && t.vocab.AddBOS {
 		out = append(out, t.vocab.BOS)
 	}
 	prevSpecial := true // llama.cpp prefixes a space to the first fragment, too
+	base := 0           // text's offset in the original, for plain
 	for len(text) > 0 {
-		at, n, id := t.special.find(text, parseSpecial)
+		at, n, id := t.special.find(text, parseSpecial, base, plain)
 		if at > 0 {
 			out = t.encodeFragment(out, text[:at], prevSpecial)
 			prevSpecial = false
@@ -236,6 +252,7 @@ func (t *Tokenizer) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 		out = append(out, id)
 		prevSpecial = true
 		text = text[at+n:]
+		base += at + n
 	}
 	if addSpecial && t.vocab.AddEOS {
 		out = append(out, t.vocab.EOS)
@@ -308,7 +325,9 @@ func newSpecialMatcher(tokens []string, types []int32) specialMatcher {
 
 // find returns the position, length and id of the first added token in text,
 // or at = len(text), n = 0 when there is none.
-func (m *specialMatcher) find(text string, parseSpecial bool) (at, n int, id int32) {
+// Control tokens that overlap a range of plain (offsets from base on)
+// are not matched.
+func (m *specialMatcher) find(text string, parseSpecial bool, base int, plain [][2]int) (at, n int, id int32) {
 	for i := 0; i < len(text); i++ {
 		cands := m.byFirst[text[i]]
 		if len(cands) == 0 {
@@ -316,10 +335,32 @@ func (m *specialMatcher) find(text string, parseSpecial bool) (at, n int, id int
 		}
 		rest := text[i:]
 		for _, c := range cands {
-			if (parseSpecial || !c.control) && strings.HasPrefix(rest, c.text) {
+			if c.control && (!parseSpecial || overlaps(plain, base+i, base+i+len(c.text))) {
+				continue
+			}
+			if strings.HasPrefix(rest, c.text) {
 				return i, len(c.text), c.id
 			}
 		}
 	}
 	return len(text), 0, -1
+}
+
+// overlaps reports whether [start, end) meets one of the sorted ranges.
+func overlaps(ranges [][2]int, start, end int) bool {
+	i := sort.Search(len(ranges), func(i int) bool { return ranges[i][1] > start })
+	return i < len(ranges) && ranges[i][0] < end
+}
+
+// ControlIn returns the first control token written in s as text, and
+// whether there is one.
+func (t *Tokenizer) ControlIn(s string) (string, bool) {
+	for i := 0; i < len(s); i++ {
+		for _, c := range t.special.byFirst[s[i]] {
+			if c.control && strings.HasPrefix(s[i:], c.text) {
+				return c.text, true
+			}
+		}
+	}
+	return "", false
 }

@@ -1,0 +1,389 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+
+	"github.com/edgellmd/edgellmd/engine/grammar"
+	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/speculative"
+	"github.com/edgellmd/edgellmd/engine/tokenizer"
+)
+
+// Constraint limits a generation's output to a grammar's language.
+type Constraint struct {
+	Grammar *grammar.Grammar
+	// Trigger, when not empty, makes the grammar lazy: the output is free
+	// until it contains Trigger, the grammar then constrains what follows
+	// it, and once the grammar's sentence is complete the output is free
+	// again until the next Trigger (tool calls under tool_choice "auto").
+	// Without it the grammar constrains the whole output, which ends when
+	// the sentence is complete.
+	Trigger string
+}
+
+// shaper is a request's speculative.Shaper: its grammar (lazy or not) and
+// its penalties. Clones share what does not change within a step (the
+// counts of the tokens before it) and keep their own tokens since.
+type shaper struct {
+	g   *grammarShape // nil: no grammar
+	pen *penaltyShape // nil: no penalties
+}
+
+func (s *shaper) Shape(row []float32) {
+	if s.pen != nil {
+		s.pen.shape(row)
+	}
+	if s.g != nil {
+		s.g.shape(row)
+	}
+}
+
+func (s *shaper) Allows(tok int32) bool { return s.g == nil || s.g.allows(tok) }
+
+func (s *shaper) Accept(tok int32) error {
+	if s.g != nil {
+		if err := s.g.accept(tok); err != nil {
+			return err
+		}
+	}
+	if s.pen != nil {
+		s.pen.accept(tok)
+	}
+	return nil
+}
+
+func (s *shaper) Clone() speculative.Shaper {
+	c := &shaper{}
+	if s.g != nil {
+		c.g = s.g.clone()
+	}
+	if s.pen != nil {
+		c.pen = s.pen.clone()
+	}
+	return c
+}
+
+// finished reports that a grammar that is not lazy has a complete sentence
+// that nothing can extend: the generation is over.
+func (s *shaper) finished() bool {
+	return s.g != nil && s.g.trigger == nil && s.g.m.Finished()
+}
+
+// grammarShape is a grammar's position in the output, with the lazy
+// grammar's watch for its trigger.
+type grammarShape struct {
+	g       *grammar.Grammar
+	v       *grammar.Vocab
+	piece   func(int32) []byte
+	isEOG   func(int32) bool
+	trigger []byte           // nil: the grammar holds from the start
+	trig    *triggerIndex    // the tokens that may complete trigger
+	m       *grammar.Matcher // nil while a lazy grammar waits for its trigger
+	tail    []byte           // a waiting lazy grammar's last output bytes (len(trigger)-1 at most)
+	mask    *[]uint64        // Shape's scratch, shared by clones (one goroutine)
+}
+
+func (g *grammarShape) shape(row []float32) {
+	if g.m == nil {
+		g.shapeFree(row)
+		return
+	}
+	mask := *g.mask
+	g.m.Mask(mask)
+	ninf := float32(math.Inf(-1))
+	n := min(len(row), g.v.Size())
+	for w, bits := range mask {
+		if bits == ^uint64(0) {
+			continue
+		}
+		for i := w * 64; i < min((w+1)*64, n); i++ {
+			if bits&(1<<(i-w*64)) == 0 {
+				row[i] = ninf
+			}
+		}
+	}
+	for i := n; i < len(row); i++ {
+		row[i] = ninf // padding rows past the tokenizer's vocabulary
+	}
+}
+
+// shapeFree masks, while a lazy grammar waits, the tokens that would
+// complete its trigger and go on with bytes the grammar does not allow
+// after it (a token "a>{" after "<tool_call"): the text stays free, but a
+// call can only open into the grammar.
+func (g *grammarShape) shapeFree(row []float32) {
+	ninf := float32(math.Inf(-1))
+	check := func(ids []int32) {
+		for _, id := range ids {
+			if int(id) < len(row) && row[id] != ninf && !g.allows(id) {
+				row[id] = ninf
+			}
+		}
+	}
+	check(g.trig.contains)
+	for k := 1; k < len(g.trigger); k++ {
+		if bytes.HasSuffix(g.tail, g.trigger[:k]) {
+			check(g.trig.completes[k])
+		}
+	}
+}
+
+// triggerIndex lists the tokens that can complete a trigger: those whose
+// bytes hold it with more bytes after it, and, for each k, those that
+// begin with its last len-k bytes (completing it after a text that ends
+// with its first k). Tokens that end right at the trigger's end need no
+// check.
+type triggerIndex struct {
+	contains  []int32
+	completes [][]int32
+}
+
+func newTriggerIndex(trigger []byte, piece func(int32) []byte, n int) *triggerIndex {
+	ti := &triggerIndex{completes: make([][]int32, len(trigger))}
+	for id := range int32(n) {
+		p := piece(id)
+		if at := bytes.Index(p, trigger); at >= 0 && at+len(trigger) < len(p) {
+			ti.contains = append(ti.contains, id)
+		}
+		for k := 1; k < len(trigger); k++ {
+			if rest := trigger[k:]; len(p) > len(rest) && bytes.HasPrefix(p, rest) {
+				ti.completes[k] = append(ti.completes[k], id)
+			}
+		}
+	}
+	return ti
+}
+
+func (g *grammarShape) allows(tok int32) bool {
+	if g.m != nil {
+		return g.m.Allows(tok)
+	}
+	c := g.clone()
+	return c.accept(tok) == nil
+}
+
+func (g *grammarShape) accept(tok int32) error {
+	if g.m != nil {
+		if err := g.m.Accept(tok); err != nil {
+			return err
+		}
+		if g.trigger != nil && g.m.Finished() {
+			g.m, g.tail = nil, g.tail[:0] // the call is complete: free again
+		}
+		return nil
+	}
+	if g.isEOG(tok) {
+		return nil
+	}
+	text := append(g.tail, g.piece(tok)...)
+	at := bytes.Index(text, g.trigger)
+	if at < 0 {
+		keep := min(len(text), len(g.trigger)-1)
+		g.tail = append(g.tail[:0], text[len(text)-keep:]...)
+		return nil
+	}
+	m := g.g.NewMatcher(g.v)
+	if err := m.AcceptBytes(text[at+len(g.trigger):]); err != nil {
+		return fmt.Errorf("token %d writes %q after %q, which the grammar does not allow: %w", tok, text[at+len(g.trigger):], g.trigger, err)
+	}
+	g.m, g.tail = m, g.tail[:0]
+	return nil
+}
+
+func (g *grammarShape) clone() *grammarShape {
+	c := *g
+	c.tail = bytes.Clone(g.tail)
+	if g.m != nil {
+		c.m = g.m.Clone()
+	}
+	return &c
+}
+
+// penaltyShape keeps what the penalties count: the output tokens and the
+// window of the repetition penalty. A clone shares the parent's maps,
+// unchanged while it lives (within one speculative step), and counts its
+// own tokens in extra.
+type penaltyShape struct {
+	p      sample.Penalties
+	counts map[int32]int32 // output tokens
+	recent []int32         // the last Window() tokens of prompt and output, oldest first
+	owner  bool            // counts and recent are this one's to change
+	extra  []int32         // a clone's tokens since it was made
+
+	scratchCounts map[int32]int32
+	scratchWindow map[int32]bool
+}
+
+func newPenaltyShape(p sample.Penalties, prompt []int32) *penaltyShape {
+	ps := &penaltyShape{p: p, counts: map[int32]int32{}, owner: true,
+		scratchCounts: map[int32]int32{}, scratchWindow: map[int32]bool{}}
+	if w := p.Window(); w > 0 {
+		ps.recent = append(ps.recent, prompt[max(0, len(prompt)-w):]...)
+	}
+	return ps
+}
+
+func (ps *penaltyShape) shape(row []float32) {
+	counts, window := ps.counts, ps.scratchWindow
+	clear(window)
+	w := ps.p.Window()
+	if len(ps.extra) > 0 {
+		counts = ps.scratchCounts
+		clear(counts)
+		for id, c := range ps.counts {
+			counts[id] = c
+		}
+		for _, id := range ps.extra {
+			counts[id]++
+		}
+	}
+	if w > 0 {
+		all := len(ps.recent) + len(ps.extra)
+		for i := max(0, all-w); i < all; i++ {
+			if i < len(ps.recent) {
+				window[ps.recent[i]] = true
+			} else {
+				window[ps.extra[i-len(ps.recent)]] = true
+			}
+		}
+	}
+	ps.p.Apply(row, counts, window)
+}
+
+func (ps *penaltyShape) accept(tok int32) {
+	if !ps.owner {
+		ps.extra = append(ps.extra, tok)
+		return
+	}
+	ps.counts[tok]++
+	if w := ps.p.Window(); w > 0 {
+		ps.recent = append(ps.recent, tok)
+		if len(ps.recent) > 2*w {
+			ps.recent = append(ps.recent[:0], ps.recent[len(ps.recent)-w:]...)
+		}
+	}
+}
+
+func (ps *penaltyShape) clone() *penaltyShape {
+	c := *ps
+	c.owner = false
+	c.extra = append([]int32(nil), ps.extra...)
+	return &c
+}
+
+// newShaper returns req's shaper, nil when it has neither grammar nor
+// penalties.
+func (e *Engine) newShaper(req Request) *shaper {
+	sh := &shaper{}
+	if c := req.Constraint; c != nil && c.Grammar != nil {
+		v := e.grammarVocab()
+		mask := make([]uint64, (v.Size()+63)/64)
+		g := &grammarShape{g: c.Grammar, v: v, piece: e.tok.Piece, isEOG: e.tok.IsEOG, mask: &mask}
+		if c.Trigger != "" {
+			g.trigger = []byte(c.Trigger)
+			g.trig = e.triggerIndex(c.Trigger)
+		} else {
+			g.m = c.Grammar.NewMatcher(v)
+		}
+		sh.g = g
+	}
+	if req.Penalties.Active() {
+		sh.pen = newPenaltyShape(req.Penalties, req.Prompt)
+	}
+	if sh.g == nil && sh.pen == nil {
+		return nil
+	}
+	return sh
+}
+
+// triggerIndex returns the tokens that may complete trigger, made on
+// first use and kept (a few triggers per template).
+func (e *Engine) triggerIndex(trigger string) *triggerIndex {
+	e.gmu.Lock()
+	defer e.gmu.Unlock()
+	if ti, ok := e.triggers[trigger]; ok {
+		return ti
+	}
+	if e.triggers == nil || len(e.triggers) > 16 {
+		e.triggers = map[string]*triggerIndex{}
+	}
+	ti := newTriggerIndex([]byte(trigger), e.tok.Piece, len(e.tok.Vocab().Tokens))
+	e.triggers[trigger] = ti
+	return ti
+}
+
+// grammarVocab is the tokenizer's vocabulary as grammars see it, made on
+// first use: every token's bytes but control tokens', which no grammar
+// allows (end-of-generation tokens are allowed where a sentence may end).
+func (e *Engine) grammarVocab() *grammar.Vocab {
+	e.gmu.Lock()
+	defer e.gmu.Unlock()
+	if e.gvocab != nil {
+		return e.gvocab
+	}
+	tv := e.tok.Vocab()
+	pieces := make([][]byte, len(tv.Tokens))
+	var eog []int32
+	for id := range pieces {
+		t := int32(id)
+		switch {
+		case e.tok.IsEOG(t):
+			eog = append(eog, t)
+		case tv.Types != nil && (tv.Types[id] == tokenizer.TypeControl || tv.Types[id] == tokenizer.TypeUnused):
+		default:
+			pieces[id] = e.tok.Piece(t)
+		}
+	}
+	e.gvocab = grammar.NewVocab(pieces, eog)
+	return e.gvocab
+}
+
+// logprobs fills tok's log-probability and its top alternatives from row,
+// the shaped logits it was drawn from, at the request's temperature (1
+// when greedy).
+func (e *Engine) logprobs(tok *Token, row []float32, req Request) {
+	temp := float64(1)
+	if !req.Sample.Greedy() {
+		temp = float64(req.Sample.Temperature)
+	}
+	maxL := math.Inf(-1)
+	for _, l := range row {
+		maxL = max(maxL, float64(l))
+	}
+	sum := 0.0
+	for _, l := range row {
+		if !math.IsInf(float64(l), -1) {
+			sum += math.Exp((float64(l) - maxL) / temp)
+		}
+	}
+	lse := maxL/temp + math.Log(sum)
+	lp := func(id int32) float32 { return float32(float64(row[id])/temp - lse) }
+	tok.Logprob = lp(tok.ID)
+	if req.TopLogprobs == 0 {
+		return
+	}
+	top := make([]TokenLogprob, 0, req.TopLogprobs+1)
+	for id, l := range row {
+		if math.IsInf(float64(l), -1) {
+			continue
+		}
+		if len(top) == req.TopLogprobs && l <= row[top[len(top)-1].ID] {
+			continue
+		}
+		at := len(top)
+		for at > 0 && row[top[at-1].ID] < l {
+			at--
+		}
+		top = append(top, TokenLogprob{})
+		copy(top[at+1:], top[at:])
+		top[at] = TokenLogprob{ID: int32(id)}
+		top = top[:min(len(top), req.TopLogprobs)]
+	}
+	for i := range top {
+		top[i].Piece = e.tok.Piece(top[i].ID)
+		top[i].Logprob = lp(top[i].ID)
+	}
+	tok.Top = top
+}

@@ -1,0 +1,449 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/grammar"
+)
+
+// The request fields that constrain the output to a language, and the
+// grammars tool_choice makes in the model's own tool-call markup.
+
+// responseFormat is OpenAI's response_format, with llama.cpp's "schema"
+// on json_object.
+type responseFormat struct {
+	Type       string          `json:"type"`
+	Schema     json.RawMessage `json:"schema"` // llama.cpp: json_object with a schema
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+}
+
+// decodeConstraint reads response_format, and llama.cpp's grammar and
+// json_schema fields; at most one may constrain the output. nil: none.
+func decodeConstraint(fields map[string]json.RawMessage) (*grammar.Grammar, error) {
+	var g *grammar.Grammar
+	from := ""
+	set := func(param string, gr *grammar.Grammar) error {
+		if from != "" {
+			return badRequest(param, "%s and %s both constrain the output: send one", from, param)
+		}
+		g, from = gr, param
+		return nil
+	}
+	if raw, ok := fields["response_format"]; ok && !isNull(raw) {
+		var rf responseFormat
+		if err := json.Unmarshal(raw, &rf); err != nil {
+			return nil, jsonError("response_format", err)
+		}
+		switch rf.Type {
+		case "", "text":
+		case "json_object":
+			gr := grammar.JSONObject()
+			if len(rf.Schema) > 0 && !isNull(rf.Schema) {
+				var err error
+				if gr, err = schemaGrammar("response_format.schema", rf.Schema); err != nil {
+					return nil, err
+				}
+			}
+			if err := set("response_format", gr); err != nil {
+				return nil, err
+			}
+		case "json_schema":
+			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 || isNull(rf.JSONSchema.Schema) {
+				return nil, badRequest("response_format", "response_format json_schema needs json_schema.schema")
+			}
+			gr, err := schemaGrammar("response_format.json_schema.schema", rf.JSONSchema.Schema)
+			if err != nil {
+				return nil, err
+			}
+			if err := set("response_format", gr); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, badRequest("response_format", "response_format type must be \"text\", \"json_object\" or \"json_schema\", got %q", rf.Type)
+		}
+	}
+	if raw, ok := fields["json_schema"]; ok && !isNull(raw) {
+		gr, err := schemaGrammar("json_schema", raw)
+		if err != nil {
+			return nil, err
+		}
+		if err := set("json_schema", gr); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := fields["grammar"]; ok && !isNull(raw) {
+		var src string
+		if err := json.Unmarshal(raw, &src); err != nil {
+			return nil, badRequest("grammar", "grammar must be a string (GBNF)")
+		}
+		if strings.TrimSpace(src) != "" {
+			gr, err := grammar.ParseGBNF(src)
+			if err != nil {
+				return nil, grammarError("grammar", err)
+			}
+			if err := set("grammar", gr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return g, nil
+}
+
+// schemaGrammar compiles a JSON schema; an invalid or unsupported one is
+// a 400 naming the field, the place in the schema and the keyword.
+func schemaGrammar(param string, schema json.RawMessage) (*grammar.Grammar, error) {
+	g, err := grammar.FromJSONSchema(schema)
+	if err != nil {
+		return nil, grammarError(param, err)
+	}
+	return g, nil
+}
+
+func grammarError(param string, err error) error {
+	var se *grammar.SchemaError
+	if errors.As(err, &se) {
+		return badRequest(param, "%s: %v", param, err)
+	}
+	return badRequest(param, "%v", err)
+}
+
+// toolDef is what a call grammar needs of one tool.
+type toolDef struct {
+	name   string
+	params json.RawMessage // the parameters schema; {"type": "object"} when absent
+}
+
+func toolDefs(tools []json.RawMessage) ([]toolDef, error) {
+	defs := make([]toolDef, 0, len(tools))
+	for i, raw := range tools {
+		var t struct {
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, jsonError(fmt.Sprintf("tools[%d]", i), err)
+		}
+		p := t.Function.Parameters
+		if len(p) == 0 || isNull(p) || string(bytes.TrimSpace(p)) == "{}" {
+			p = json.RawMessage(`{"type": "object"}`)
+		}
+		defs = append(defs, toolDef{name: t.Function.Name, params: p})
+	}
+	return defs, nil
+}
+
+// gbnfLiteral quotes s as a GBNF string literal.
+func gbnfLiteral(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, `\x%02X`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// callRule writes rule name: one call to tool t in the template's markup
+// with arguments args (a rule of argsGrammar), from after the text skip
+// (what is forced or triggered before the grammar starts) to the end of
+// "</tool_call>".
+func (m toolMarkup) callRule(b *strings.Builder, name string, t toolDef, args, skip string) error {
+	head := strings.Replace(m.named, probeName, t.name, 1)
+	if !strings.HasPrefix(head, skip) {
+		return fmt.Errorf("the call markup %q does not start with %q", head, skip)
+	}
+	fmt.Fprintf(b, "%s ::= %s %s %s\n", name, gbnfLiteral(head[len(skip):]), args, gbnfLiteral(m.close))
+	return nil
+}
+
+// argsGrammar writes the rules of tool i's arguments and returns the name
+// of their rule: a JSON object (Qwen3) or XML parameters (Qwen3.5).
+func (m toolMarkup) argsGrammar(b *strings.Builder, i int, t toolDef) (string, error) {
+	param := fmt.Sprintf("tools[%d].function.parameters", i)
+	prefix := fmt.Sprintf("t%d-", i)
+	if !m.xml {
+		rules, root, err := grammar.SchemaToGBNF(t.params, prefix)
+		if err != nil {
+			return "", grammarError(param, err)
+		}
+		b.WriteString(rules)
+		return root, nil
+	}
+	// XML parameters, in the schema's order: strings are raw text without
+	// the parameter's closing tag, other values JSON, as the template
+	// writes them with tojson.
+	var schema struct {
+		Properties orderedProps               `json:"properties"`
+		Required   []string                   `json:"required"`
+		Defs       map[string]json.RawMessage `json:"$defs"`
+	}
+	if err := json.Unmarshal(t.params, &schema); err != nil {
+		return "", badRequest(param, "%s: %v", param, err)
+	}
+	root := prefix + "xml-args"
+	fmt.Fprintf(b, "%s ::=", root)
+	var more strings.Builder
+	for j, p := range schema.Properties {
+		open := gbnfLiteral(m.paramOpen + p.name + m.paramMid)
+		value := "xml-text0"
+		var typ struct {
+			Type  string            `json:"type"`
+			Enum  []json.RawMessage `json:"enum"`
+			Const json.RawMessage   `json:"const"`
+		}
+		_ = json.Unmarshal(p.schema, &typ)
+		if lits, ok := rawStrings(typ.Enum, typ.Const); ok {
+			value = "(" + strings.Join(lits, " | ") + ")" // strings are written raw
+		} else if typ.Type != "string" {
+			sub := p.schema
+			if len(schema.Defs) > 0 {
+				sub = withDefs(p.schema, schema.Defs)
+			}
+			rules, vroot, err := grammar.SchemaToGBNF(sub, fmt.Sprintf("%sp%d-", prefix, j))
+			if err != nil {
+				return "", grammarError(param+".properties."+p.name, err)
+			}
+			more.WriteString(rules)
+			value = vroot
+		}
+		item := fmt.Sprintf("%s %s %s", open, value, gbnfLiteral(m.paramClose))
+		if slices.Contains(schema.Required, p.name) {
+			fmt.Fprintf(b, " %s", item)
+		} else {
+			fmt.Fprintf(b, " (%s)?", item)
+		}
+	}
+	if len(schema.Properties) == 0 {
+		b.WriteString(` ""`)
+	}
+	b.WriteString("\n")
+	b.WriteString(more.String())
+	return root, nil
+}
+
+// rawStrings returns an enum's (or a const's) values as GBNF literals of
+// their raw text when they are all strings.
+func rawStrings(enum []json.RawMessage, cnst json.RawMessage) ([]string, bool) {
+	vals := enum
+	if len(cnst) > 0 {
+		vals = []json.RawMessage{cnst}
+	}
+	if len(vals) == 0 {
+		return nil, false
+	}
+	var lits []string
+	for _, v := range vals {
+		var str string
+		if json.Unmarshal(v, &str) != nil {
+			return nil, false
+		}
+		lits = append(lits, gbnfLiteral(str))
+	}
+	return lits, true
+}
+
+// withDefs adds the parameters' $defs to a property's schema, so that its
+// $refs resolve when it is compiled alone.
+func withDefs(schema json.RawMessage, defs map[string]json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(schema, &obj) != nil || obj == nil {
+		return schema
+	}
+	d, _ := json.Marshal(defs)
+	obj["$defs"] = d
+	out, _ := json.Marshal(obj)
+	return out
+}
+
+// orderedProps reads a JSON object's members in order.
+type orderedProps []struct {
+	name   string
+	schema json.RawMessage
+}
+
+func (o *orderedProps) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("properties must be an object")
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		*o = append(*o, struct {
+			name   string
+			schema json.RawMessage
+		}{t.(string), v})
+	}
+	return nil
+}
+
+// notContaining writes rules name0..name(k-1) of the texts that do not
+// contain w (ASCII), as the states of a Knuth-Morris-Pratt matcher for w:
+// rule i is the rest of the text after a tail that matched i bytes of w.
+func notContaining(b *strings.Builder, name, w string) {
+	k := len(w)
+	fail := make([]int, k+1) // KMP failure function
+	for i := 1; i < k; i++ {
+		j := fail[i]
+		for j > 0 && w[i] != w[j] {
+			j = fail[j]
+		}
+		if w[i] == w[j] {
+			j++
+		}
+		fail[i+1] = j
+	}
+	next := func(i int, c byte) int {
+		for i > 0 && w[i] != c {
+			i = fail[i]
+		}
+		if w[i] == c {
+			i++
+		}
+		return i
+	}
+	var set []byte
+	for i := 0; i < k; i++ {
+		if !strings.ContainsRune(string(set), rune(w[i])) {
+			set = append(set, w[i])
+		}
+	}
+	class := func(c byte) string {
+		switch c {
+		case '\n':
+			return `\n`
+		case '\\', ']', '^', '-', '[':
+			return `\` + string(c)
+		}
+		return string(c)
+	}
+	var others strings.Builder
+	for _, c := range set {
+		others.WriteString(class(c))
+	}
+	for i := 0; i < k; i++ {
+		fmt.Fprintf(b, "%s%d ::= \"\" | [^%s] %s0", name, i, others.String(), name)
+		for _, c := range set {
+			if n := next(i, c); n < k {
+				fmt.Fprintf(b, " | %s %s%d", gbnfLiteral(string(c)), name, n)
+			}
+		}
+		b.WriteString("\n")
+	}
+}
+
+// toolGrammar is the grammar of tool calls after skip (the forced or
+// triggered markup): one call to any of tools (to the named one when only
+// it is given), then, when more may follow, further calls each opened by
+// sep.
+func (m toolMarkup) toolGrammar(tools []toolDef, skip, sep string, many bool) (*grammar.Grammar, error) {
+	var b strings.Builder
+	var alts, nextAlts []string
+	for i, t := range tools {
+		args, err := m.argsGrammar(&b, i, t)
+		if err != nil {
+			return nil, err
+		}
+		name := "call" + strconv.Itoa(i)
+		if err := m.callRule(&b, name, t, args, skip); err != nil {
+			return nil, err
+		}
+		alts = append(alts, name)
+		if many {
+			next := "next" + strconv.Itoa(i)
+			if err := m.callRule(&b, next, t, args, m.open); err != nil {
+				return nil, err
+			}
+			nextAlts = append(nextAlts, next)
+		}
+	}
+	if m.xml {
+		// A raw value is any text without the parameter's closing tag.
+		notContaining(&b, "xml-text", strings.TrimRight(m.paramClose, "\n"))
+	}
+	root := "root ::= (" + strings.Join(alts, " | ") + ")"
+	if many {
+		root += " (" + gbnfLiteral(sep+m.open) + " (" + strings.Join(nextAlts, " | ") + "))*"
+	}
+	b.WriteString(root + "\n")
+	g, err := grammar.ParseGBNF(b.String())
+	if err != nil {
+		return nil, &apiError{Status: 500, Type: "server_error", Message: fmt.Sprintf("the tool-call grammar does not compile: %v", err)}
+	}
+	return g, nil
+}
+
+// toolConstraint is the constraint tool_choice puts on a chat answer, in
+// the template's own call markup: after the forced markup for "required"
+// and a named function, lazily after the call opener for "auto". nil when
+// tool calls are not constrained.
+func (s *Server) toolConstraint(p *chatParams) (*engine.Constraint, error) {
+	if !s.canForce || len(p.Chat.Tools) == 0 || p.ToolChoice == toolNone {
+		return nil, nil
+	}
+	defs, err := toolDefs(p.Chat.Tools)
+	if err != nil {
+		return nil, err
+	}
+	many := p.ParallelToolCalls && p.ToolChoice != toolNamed
+	m := s.markup
+	switch p.ToolChoice {
+	case toolNamed:
+		var one []toolDef
+		for _, d := range defs {
+			if d.name == p.ToolName {
+				one = append(one, d)
+			}
+		}
+		g, err := m.toolGrammar(one, m.prefix(p.ToolName), "\n", false)
+		if err != nil {
+			return nil, err
+		}
+		return &engine.Constraint{Grammar: g}, nil
+	case toolRequired:
+		g, err := m.toolGrammar(defs, m.open, "\n", many)
+		if err != nil {
+			return nil, err
+		}
+		return &engine.Constraint{Grammar: g}, nil
+	}
+	trigger := strings.TrimSpace(m.open)
+	g, err := m.toolGrammar(defs, trigger, "\n", false)
+	if err != nil {
+		return nil, err
+	}
+	return &engine.Constraint{Grammar: g, Trigger: trigger}, nil
+}
