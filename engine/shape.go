@@ -95,12 +95,17 @@ func (g *grammarShape) shape(row []float32) {
 	ninf := float32(math.Inf(-1))
 	n := min(len(row), g.v.Size())
 	for w, bits := range mask {
-		if bits == ^uint64(0) {
-			continue
-		}
-		for i := w * 64; i < min((w+1)*64, n); i++ {
-			if bits&(1<<(i-w*64)) == 0 {
-				row[i] = ninf
+		lo, hi := w*64, min((w+1)*64, n)
+		switch {
+		case lo >= n:
+		case bits == ^uint64(0):
+		case bits == 0:
+			copy(row[lo:hi], negInf64[:]) // most words, outside strings
+		default:
+			for i := lo; i < hi; i++ {
+				if bits&(1<<(i-lo)) == 0 {
+					row[i] = ninf
+				}
 			}
 		}
 	}
@@ -129,6 +134,15 @@ func (g *grammarShape) shapeFree(row []float32) {
 		}
 	}
 }
+
+// negInf64 is 64 times -Inf, copied over the logits of a word of
+// forbidden tokens.
+var negInf64 = func() (a [64]float32) {
+	for i := range a {
+		a[i] = float32(math.Inf(-1))
+	}
+	return a
+}()
 
 // triggerIndex lists the tokens that can complete a trigger: those whose
 // bytes hold it with more bytes after it, and, for each k, those that
