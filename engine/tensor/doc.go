@@ -41,17 +41,27 @@
 // CPUs with SDOT, the Q8_0, NVFP4 W4A8 (q8neon_arm64.s) and W4A4
 // (nvfp4_arm64.s) dots, one vector at a time, each checked against its
 // twin by the *_arm64_test.go files (make test-arm64 runs them under
-// qemu-aarch64-static). W4A16 has no assembly yet, several vectors at once
-// have tile kernels only on amd64, and AVX-512 is not used.
+// qemu-aarch64-static). W4A16 has no assembly yet, and several vectors at
+// once have tile kernels only on amd64.
+//
+// On amd64 CPUs with AVX-512 (F, BW, VL and VNNI) the Q8_0 and NVFP4 W4A8
+// products, one vector and several alike, run in vnni_amd64.s instead
+// (VPDPBUSD on weights offset to unsigned bytes, a per-block correction
+// packed with the activations), and F16 and BF16 with eight or more
+// vectors in half512_amd64.s; a 512-bit register holds two (row, vector)
+// pairs' eight lanes side by side, so the lanes, their order and the bits
+// stay the AVX2 kernels' and the twins' (vnni_amd64_test.go,
+// half512_amd64_test.go). They are chosen at start-up from CPUID
+// (vnni_amd64.go, half512_amd64.go). The one-vector kernels read four
+// rows at a time a quarter of the range apart (streamQuarter), which the
+// hardware prefetchers follow far better than four adjacent rows.
 //
 // Several vectors at once (MatMul: prefill chunks, speculative verify
 // batches) go through tile kernels that unpack each weight block once for
 // up to eight vectors (gemm_amd64.s, gemm.go; the activation quantizer in
 // gemm_q8act_amd64.s); each (row, vector) pair keeps its own accumulators
 // in the one-vector kernel's order, so the bits are the same, which
-// gemm_amd64_test.go checks. MatVec on Q8_0 and NVFP4 W4A8 runs the
-// two-vector tile on the vector twice, which is faster than the one-vector
-// kernel. Attention and the Gated DeltaNet step have their own kernels
+// gemm_amd64_test.go checks. Attention and the Gated DeltaNet step have their own kernels
 // (attn_kernels.go with the twins, attn_amd64.s), exported for engine/model;
 // SiLU runs ggml_v_silu's blocks of eight there too.
 //

@@ -99,33 +99,35 @@ func dotBF16SIMD(w []uint16, x []float32) float32 {
 
 // dotHalfRowsSIMD sets dst[r] to the dotF16 (bf false) or dotBF16 (bf
 // true) product of row r of w (cols values each) with x, four rows at a
-// time, which keeps four independent chains of adds in flight.
+// time, which keeps four independent chains of adds in flight. The four
+// rows are a quarter of the range apart (streamQuarter).
 func dotHalfRowsSIMD(dst []float32, w []uint16, cols int, x []float32, bf bool) {
 	x = x[:cols]
 	nb := cols / 8
-	r := 0
-	if nb > 0 {
-		var l [32]float32
-		for ; r+4 <= len(dst); r += 4 {
-			w4 := w[r*cols : (r+4)*cols]
+	q := streamQuarter(len(dst))
+	if nb == 0 {
+		q = 0
+	}
+	var l [32]float32
+	for r := 0; r < q; r++ {
+		w4 := w[r*cols : (3*q+r+1)*cols]
+		if bf {
+			dotBF16Lanes4(&w4[0], 2*q*cols, &x[0], nb, &l)
+		} else {
+			dotF16Lanes4(&w4[0], 2*q*cols, &x[0], nb, &l)
+		}
+		for i := 0; i < 4; i++ {
+			var t [8]float32
+			tail := w4[i*q*cols+8*nb : (i*q+1)*cols]
 			if bf {
-				dotBF16Lanes4(&w4[0], 2*cols, &x[0], nb, &l)
+				bf16TailTerms(&t, tail, x[8*nb:])
 			} else {
-				dotF16Lanes4(&w4[0], 2*cols, &x[0], nb, &l)
+				f16TailTerms(&t, tail, x[8*nb:])
 			}
-			for i := 0; i < 4; i++ {
-				var t [8]float32
-				tail := w4[i*cols+8*nb : (i+1)*cols]
-				if bf {
-					bf16TailTerms(&t, tail, x[8*nb:])
-				} else {
-					f16TailTerms(&t, tail, x[8*nb:])
-				}
-				dst[r+i] = exactTail((*[8]float32)(l[8*i:8*i+8]), &t)
-			}
+			dst[r+i*q] = exactTail((*[8]float32)(l[8*i:8*i+8]), &t)
 		}
 	}
-	for ; r < len(dst); r++ {
+	for r := 4 * q; r < len(dst); r++ {
 		if bf {
 			dst[r] = dotBF16SIMD(w[r*cols:(r+1)*cols], x)
 		} else {
@@ -133,6 +135,18 @@ func dotHalfRowsSIMD(dst []float32, w []uint16, cols int, x []float32, bf bool) 
 		}
 	}
 }
+
+// streamQuarter returns q = rows/4 for the one-vector kernels that take
+// four rows at a time: they read rows r, r+q, r+2q and r+3q together, and
+// the rows 4q.. that are left one at a time. Four adjacent rows would
+// make four streams of one row each, every one ending in a jump, which
+// the hardware prefetchers follow badly: on a Zen 5 core (a VM whose
+// bandwidth varied) an F16 matrix far larger than the caches streams at
+// 6-11 GB/s four adjacent rows at a time and at 11-34 GB/s, mostly 16-23,
+// four rows a quarter of a chunk apart; one row at a time, bound by its
+// one chain of adds, at 14-26 (BenchmarkRowStreams). Which rows go
+// together changes no result.
+func streamQuarter(rows int) int { return rows / 4 }
 
 // dotQ8SIMD is dotQ8 with the blocks in dotQ8Lanes, whose register lanes
 // hold the twin's lanes 0 1 4 5 2 3 6 7.
@@ -194,23 +208,25 @@ func dotHalfMatSIMD(dst []float32, w []uint16, x []float32, lo, hi, cols, rows, 
 }
 
 // dotQ8RowsSIMD sets dst[r] = dotQ8(row r of data, act), rows of rowBytes
-// bytes, four rows at a time through dotQ8Lanes4.
+// bytes, four rows at a time (a quarter of the range apart, streamQuarter)
+// through dotQ8Lanes4.
 func dotQ8RowsSIMD(dst []float32, data []byte, rowBytes int, act []q8Act) {
 	nb := rowBytes / q8BlockBytes
 	act = act[:nb]
-	r := 0
-	if nb > 0 {
-		var l [32]float32
-		for ; r+4 <= len(dst); r += 4 {
-			rows4 := data[r*rowBytes : (r+4)*rowBytes]
-			dotQ8Lanes4(&rows4[0], rowBytes, &act[0], nb, &l)
-			for i := 0; i < 4; i++ {
-				k := l[8*i : 8*i+8]
-				dst[r+i] = hsum8(k[0], k[1], k[4], k[5], k[2], k[3], k[6], k[7])
-			}
+	q := streamQuarter(len(dst))
+	if nb == 0 {
+		q = 0
+	}
+	var l [32]float32
+	for r := 0; r < q; r++ {
+		rows4 := data[r*rowBytes : (3*q+r+1)*rowBytes]
+		dotQ8Lanes4(&rows4[0], q*rowBytes, &act[0], nb, &l)
+		for i := 0; i < 4; i++ {
+			k := l[8*i : 8*i+8]
+			dst[r+i*q] = hsum8(k[0], k[1], k[4], k[5], k[2], k[3], k[6], k[7])
 		}
 	}
-	for ; r < len(dst); r++ {
+	for r := 4 * q; r < len(dst); r++ {
 		dst[r] = dotQ8SIMD(data[r*rowBytes:(r+1)*rowBytes], act)
 	}
 }

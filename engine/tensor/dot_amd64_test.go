@@ -136,7 +136,7 @@ func TestDotHalfSIMD(t *testing.T) {
 			name, twin = "BF16", dotBF16
 		}
 		for _, cols := range simdLengths {
-			for _, rows := range []int{1, 3, 4, 5, 8, 11} {
+			for _, rows := range []int{1, 3, 4, 5, 8, 11, 13, 18} {
 				w, x := halfInputs(r, bf, rows, cols)
 				got := make([]float32, rows)
 				dotHalfRowsSIMD(got, w, cols, x, bf)
@@ -193,7 +193,7 @@ func TestDotQ8SIMD(t *testing.T) {
 	requireSIMD(t)
 	r := rand.New(rand.NewPCG(9, 9))
 	for _, nb := range []int{0, 1, 2, 3, 7, 8, 128, 131} {
-		for _, rows := range []int{1, 3, 4, 5, 8, 11} {
+		for _, rows := range []int{1, 3, 4, 5, 8, 11, 13, 18} {
 			for rep := 0; rep < 15; rep++ {
 				data, act := q8Inputs(r, rows, nb, rep)
 				rb := nb * q8BlockBytes

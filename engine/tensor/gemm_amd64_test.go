@@ -183,6 +183,30 @@ func TestGemmNVFP4Tiles(t *testing.T) {
 // its scratch has grown.
 func TestMatMulTiles(t *testing.T) {
 	requireSIMD(t)
+	for _, wide := range wideModes() {
+		t.Run("avx512="+fmt.Sprint(wide), func(t *testing.T) { testMatMulTiles(t, wide) })
+	}
+}
+
+// wideModes lists the settings of the AVX-512 kernels (useVNNI,
+// useHalf512) a MatMul test runs under: off, and on where the CPU has them.
+func wideModes() []bool {
+	if missingVNNI() != "" {
+		return []bool{false}
+	}
+	return []bool{false, true}
+}
+
+// setWide turns the AVX-512 kernels on or off and returns a function that
+// restores their settings.
+func setWide(on bool) (restore func()) {
+	v, h := useVNNI, useHalf512
+	useVNNI, useHalf512 = on, on
+	return func() { useVNNI, useHalf512 = v, h }
+}
+
+func testMatMulTiles(t *testing.T, wide bool) {
+	defer setWide(wide)()
 	defer func() { useTiles = useSIMD }()
 	r := rand.New(rand.NewPCG(27, 28))
 	type kind struct {
@@ -214,7 +238,7 @@ func TestMatMulTiles(t *testing.T) {
 					p.MatMul(got, m, x, n)
 					one, oneRef := make([]float32, rows), make([]float32, rows)
 					for v := 0; v < n; v++ {
-						p.MatVec(one, m, x[v*cols:(v+1)*cols]) // Q8_0 and W4A8: the doubled-vector tile
+						p.MatVec(one, m, x[v*cols:(v+1)*cols])
 						useTiles = false
 						p.MatVec(oneRef, m, x[v*cols:(v+1)*cols]) // the one-vector kernels
 						useTiles = true
@@ -253,32 +277,47 @@ func TestMatMulTilesNaN(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
 	const rows, cols, n = 19, 128, 9
 	for _, typ := range []DType{Q8_0, NVFP4} {
-		var m Matrix
-		if typ == NVFP4 {
-			m = randNVFP4(r, rows, cols)
-		} else {
-			m = quantizeMatrix(t, typ, rows, cols, randomRow(r, rows*cols, 0.02))
+		for _, wide := range wideModes() {
+			testMatMulTilesNaN(t, r, typ, rows, cols, n, wide)
 		}
-		x := randomRow(r, n*cols, 1)
-		// The block of vector 5 at 64: amax becomes 126.5 after the NaN, and
-		// -127.49 then rounds to -128.
-		blk := x[5*cols+64 : 5*cols+96]
-		blk[3], blk[30], blk[31] = -127.49, float32(math.NaN()), 126.5
-		var a q8Act
-		quantizeActQ8_0(&a, blk, actQ8Flavor)
-		if a.q[3] != -128 {
-			t.Fatalf("the test block quantizes to %d, not -128", a.q[3])
-		}
-		p := NewPool(2)
-		want, got := make([]float32, n*rows), make([]float32, n*rows)
-		useTiles = false
-		p.MatMul(want, m, x, n)
-		useTiles = true
-		p.MatMul(got, m, x, n)
-		p.Close()
-		for i := range got {
-			sameBitsOrFail(t, fmt.Sprintf("%s, NaN input, output %d", typ, i), got[i], want[i])
-		}
+	}
+}
+
+func testMatMulTilesNaN(t *testing.T, r *rand.Rand, typ DType, rows, cols, n int, wide bool) {
+	var m Matrix
+	if typ == NVFP4 {
+		m = randNVFP4(r, rows, cols)
+	} else {
+		m = quantizeMatrix(t, typ, rows, cols, randomRow(r, rows*cols, 0.02))
+	}
+	x := randomRow(r, n*cols, 1)
+	// The block of vector 5 at 64: amax becomes 126.5 after the NaN, and
+	// -127.49 then rounds to -128.
+	blk := x[5*cols+64 : 5*cols+96]
+	blk[3], blk[30], blk[31] = -127.49, float32(math.NaN()), 126.5
+	var a q8Act
+	quantizeActQ8_0(&a, blk, actQ8Flavor)
+	if a.q[3] != -128 {
+		t.Fatalf("the test block quantizes to %d, not -128", a.q[3])
+	}
+	p := NewPool(2)
+	defer p.Close()
+	want, got := make([]float32, n*rows), make([]float32, n*rows)
+	// Against the AVX2 one-vector kernels; the AVX-512 kernels against
+	// the plain-Go twins, which they match on -128 too, where the AVX2
+	// W4A8 kernel's VPSIGNB (as ggml's) wraps: the product of -128 and a
+	// negative weight comes out negated.
+	restore := setWide(false)
+	useTiles = false
+	useSIMD = !wide
+	p.MatMul(want, m, x, n)
+	useSIMD = true
+	restore()
+	defer setWide(wide)()
+	useTiles = true
+	p.MatMul(got, m, x, n)
+	for i := range got {
+		sameBitsOrFail(t, fmt.Sprintf("%s, NaN input, AVX-512 %v, output %d", typ, wide, i), got[i], want[i])
 	}
 }
 

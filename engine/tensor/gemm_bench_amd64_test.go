@@ -26,12 +26,14 @@ var gemmBenchMatrices = sync.OnceValue(func() map[string]Matrix {
 // BenchmarkGemm measures MatMul with n vectors on one thread, with the
 // tile kernels (tiles=on) and with the one-vector kernels they replace
 // (tiles=off), and reports GFLOP/s (two per multiply-add) and vectors per
-// second. NVFP4 runs W4A8 and W4A4 (NVFP4-A4).
+// second. NVFP4 runs W4A8 and W4A4 (NVFP4-A4). These are the AVX2
+// kernels; BenchmarkMatMulAVX512 measures the AVX-512 ones beside them.
 // go test -run NONE -bench Gemm -benchtime 200ms ./engine/tensor/
 func BenchmarkGemm(b *testing.B) {
 	if !useSIMD {
 		b.Skip("no SIMD kernels")
 	}
+	defer setWide(false)()
 	defer func() { useTiles = useSIMD }()
 	for _, name := range []string{"Q8_0", "F16", "BF16", "NVFP4", "NVFP4-A4"} {
 		for _, shape := range []string{"1024x1024", "4096x1024"} {

@@ -48,45 +48,49 @@ func dotNVFP4FP4SIMD(row []byte, act []fp4Act) float32 {
 }
 
 // dotNVFP4Q8RowsSIMD sets dst[r] = dotNVFP4Q8(row r of data, act), rows of
-// rowBytes bytes, four rows at a time through dotNVFP4Q8Lanes4.
+// rowBytes bytes, four rows at a time (a quarter of the range apart,
+// streamQuarter) through dotNVFP4Q8Lanes4.
 func dotNVFP4Q8RowsSIMD(dst []float32, data []byte, rowBytes int, act []q8Act) {
 	nb := rowBytes / nvBlockBytes
 	act = act[:2*nb]
-	r := 0
-	if nb > 0 {
-		var l [32]float32
-		for ; r+4 <= len(dst); r += 4 {
-			rows4 := data[r*rowBytes : (r+4)*rowBytes]
-			dotNVFP4Q8Lanes4(&rows4[0], rowBytes, &act[0], nb, &l)
-			for i := 0; i < 4; i++ {
-				k := l[8*i : 8*i+8]
-				dst[r+i] = hsum8(k[0], k[1], k[4], k[5], k[2], k[3], k[6], k[7])
-			}
+	q := streamQuarter(len(dst))
+	if nb == 0 {
+		q = 0
+	}
+	var l [32]float32
+	for r := 0; r < q; r++ {
+		rows4 := data[r*rowBytes : (3*q+r+1)*rowBytes]
+		dotNVFP4Q8Lanes4(&rows4[0], q*rowBytes, &act[0], nb, &l)
+		for i := 0; i < 4; i++ {
+			k := l[8*i : 8*i+8]
+			dst[r+i*q] = hsum8(k[0], k[1], k[4], k[5], k[2], k[3], k[6], k[7])
 		}
 	}
-	for ; r < len(dst); r++ {
+	for r := 4 * q; r < len(dst); r++ {
 		dst[r] = dotNVFP4Q8SIMD(data[r*rowBytes:(r+1)*rowBytes], act)
 	}
 }
 
 // dotNVFP4FP4RowsSIMD sets dst[r] = dotNVFP4FP4(row r of data, act) * invG,
-// four rows at a time through dotNVFP4FP4Lanes4.
+// four rows at a time (a quarter of the range apart, streamQuarter)
+// through dotNVFP4FP4Lanes4.
 func dotNVFP4FP4RowsSIMD(dst []float32, data []byte, rowBytes int, act []fp4Act, invG float32) {
 	nb := rowBytes / nvBlockBytes
 	act = act[:nb]
-	r := 0
-	if nb > 0 {
-		var l [32]float32
-		for ; r+4 <= len(dst); r += 4 {
-			rows4 := data[r*rowBytes : (r+4)*rowBytes]
-			dotNVFP4FP4Lanes4(&rows4[0], rowBytes, &act[0], nb, &l)
-			for i := 0; i < 4; i++ {
-				k := l[8*i : 8*i+8]
-				dst[r+i] = hsum8(k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]) * invG
-			}
+	q := streamQuarter(len(dst))
+	if nb == 0 {
+		q = 0
+	}
+	var l [32]float32
+	for r := 0; r < q; r++ {
+		rows4 := data[r*rowBytes : (3*q+r+1)*rowBytes]
+		dotNVFP4FP4Lanes4(&rows4[0], q*rowBytes, &act[0], nb, &l)
+		for i := 0; i < 4; i++ {
+			k := l[8*i : 8*i+8]
+			dst[r+i*q] = hsum8(k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]) * invG
 		}
 	}
-	for ; r < len(dst); r++ {
+	for r := 4 * q; r < len(dst); r++ {
 		dst[r] = dotNVFP4FP4SIMD(data[r*rowBytes:(r+1)*rowBytes], act) * invG
 	}
 }

@@ -29,7 +29,7 @@ func TestDotNVFP4Q8SIMD(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, nb := range []int{0, 1, 2, 3, 7, 64, 65} {
 		for rep := 0; rep < 25; rep++ {
-			rows := []int{1, 3, 4, 5, 8, 11}[rep%6]
+			rows := []int{1, 3, 4, 5, 8, 11, 13, 18}[rep%8]
 			data := nvfp4EdgeRow(r, rows*nb, rep)
 			act := q8EdgeAct(r, nb, rep)
 			rb := nb * nvBlockBytes
@@ -65,7 +65,7 @@ func TestDotNVFP4FP4SIMD(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	for _, nb := range []int{0, 1, 2, 3, 7, 64, 65} {
 		for rep := 0; rep < 25; rep++ {
-			rows := []int{1, 3, 4, 5, 8, 11}[rep%6]
+			rows := []int{1, 3, 4, 5, 8, 11, 13, 18}[rep%8]
 			data := nvfp4EdgeRow(r, rows*nb, rep)
 			x := make([]float32, nb*nvBlock)
 			for i := range x {
