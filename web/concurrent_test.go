@@ -3,8 +3,10 @@ package web
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/rs/zerolog"
@@ -68,5 +70,61 @@ func TestConcurrentStreams(t *testing.T) {
 	st := eng.BatchStats()
 	if st.Passes == 0 || st.BySize[0] == st.Passes {
 		t.Errorf("no pass served several sequences: %+v", st)
+	}
+}
+
+// 64 requests at once against four sequences and a small queue: each gets
+// an answer or a 429, none hangs, and /health stays 200 throughout.
+func TestManyConcurrentRequests(t *testing.T) {
+	eng, err := engine.Load(storiesPath, engine.Options{Threads: 1, KVType: tensor.F16, MaxSequences: 4, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	ts := startServer(t, eng, 4, Options{})
+	var wg sync.WaitGroup
+	codes := make([]int, 64)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"prompt": "Once upon a time %d", "max_tokens": 24, "stream": %v}`, i, i%2 == 0)
+			codes[i], _, _ = post(t, ts.URL+"/v1/completions", body)
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	deadline := time.After(60 * time.Second) // fails the test; not synchronisation
+	for {
+		select {
+		case <-done:
+			ok, full := 0, 0
+			for i, c := range codes {
+				switch c {
+				case 200:
+					ok++
+				case 429:
+					full++
+				default:
+					t.Errorf("request %d: status %d", i, c)
+				}
+			}
+			if ok < 8 {
+				t.Errorf("%d answered, %d refused: want at least the four running and four queued answered", ok, full)
+			}
+			t.Logf("%d answered, %d got 429", ok, full)
+			return
+		case <-time.After(20 * time.Millisecond):
+			resp, err := http.Get(ts.URL + "/health")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("/health %d under load", resp.StatusCode)
+			}
+		case <-deadline:
+			t.Fatal("requests still running after 60 s")
+		}
 	}
 }
