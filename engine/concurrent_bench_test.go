@@ -56,7 +56,7 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 						go func() {
 							defer wg.Done()
 							prompt := BenchPrompt(32)
-							prompt[1] = int32(100 + 7*i + 31*it) // distinct prompts, no cache
+							prompt[1] = int32(3 + (100+7*i+31*it)%250) // distinct prompts (the bench model has 283 tokens)
 							var first, last time.Time
 							k := 0
 							_, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 32, IgnoreEOS: true}, func(Token) error {
@@ -97,63 +97,82 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 
 // BenchmarkDecodeBesidePrefill: the TPOT of two decoding requests alone,
 // and while a 2,048-token prompt arrives and is prefilled in chunks
-// (Options.PrefillChunk) in the same passes.
+// (Options.PrefillChunk 256 and 32) in the same passes; prefill-s is how
+// long that prompt took.
 func BenchmarkDecodeBesidePrefill(b *testing.B) {
 	path := benchModelQ8(b)
-	e, err := Load(path, Options{Threads: 2, KVType: tensor.F16, ContextLen: 4096, MaxSequences: 4, Log: zerolog.Nop()})
-	if err != nil {
-		b.Fatal(err)
+	for _, chunk := range []int{256, 32} {
+		e, err := Load(path, Options{Threads: 2, KVType: tensor.F16, ContextLen: 4096, MaxSequences: 4, PrefillChunk: chunk, Log: zerolog.Nop()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := NewScheduler(e, 16)
+		ctx, stop := context.WithCancel(context.Background())
+		go s.Run(ctx)
+		for _, long := range []bool{false, true} {
+			b.Run(fmt.Sprintf("chunk=%d/long-prompt=%v", chunk, long), func(b *testing.B) {
+				benchBesidePrefill(b, s, long)
+			})
+		}
+		stop()
+		<-s.Done()
+		e.Close()
 	}
-	defer e.Close()
-	s := NewScheduler(e, 16)
-	ctx, stop := context.WithCancel(context.Background())
-	defer func() { stop(); <-s.Done() }()
-	go s.Run(ctx)
-	for _, long := range []bool{false, true} {
-		b.Run(fmt.Sprintf("long-prompt=%v", long), func(b *testing.B) {
-			var tpots []time.Duration
-			for it := 0; it < b.N; it++ {
-				var wg sync.WaitGroup
-				var mu sync.Mutex
-				for i := range 2 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						prompt := BenchPrompt(16)
-						prompt[1] = int32(300 + i + 7*it)
-						var times []time.Time
-						_, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 48, IgnoreEOS: true}, func(Token) error {
-							times = append(times, time.Now())
-							return nil
-						})
-						if err != nil {
-							b.Error(err)
-						}
-						mu.Lock()
-						for k := 1; k < len(times); k++ {
-							tpots = append(tpots, times[k].Sub(times[k-1]))
-						}
-						mu.Unlock()
-					}()
+}
+
+func benchBesidePrefill(b *testing.B, s *Scheduler, long bool) {
+	var tpots []time.Duration
+	var prefill time.Duration
+	for it := 0; it < b.N; it++ {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				prompt := BenchPrompt(16)
+				prompt[1] = int32(3 + (60+i+7*it)%250)
+				var times []time.Time
+				_, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 48, IgnoreEOS: true}, func(Token) error {
+					times = append(times, time.Now())
+					return nil
+				})
+				if err != nil {
+					b.Error(err)
 				}
-				if long {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						time.Sleep(20 * time.Millisecond) // while the others decode
-						prompt := BenchPrompt(2048)
-						prompt[1] = int32(900 + it)
-						if _, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 1}, func(Token) error { return nil }); err != nil {
-							b.Error(err)
-						}
-					}()
+				mu.Lock()
+				for k := 1; k < len(times); k++ {
+					tpots = append(tpots, times[k].Sub(times[k-1]))
 				}
-				wg.Wait()
-			}
-			slices.Sort(tpots)
-			b.ReportMetric(float64(tpots[len(tpots)/2].Microseconds())/1000, "tpot-p50-ms")
-			b.ReportMetric(float64(tpots[len(tpots)*9/10].Microseconds())/1000, "tpot-p90-ms")
-			b.ReportMetric(float64(tpots[len(tpots)-1].Microseconds())/1000, "tpot-max-ms")
-		})
+				mu.Unlock()
+			}()
+		}
+		if long {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(20 * time.Millisecond) // while the others decode
+				prompt := BenchPrompt(2048)
+				prompt[1] = int32(3 + (200+it)%250)
+				t0 := time.Now()
+				if _, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 1}, func(Token) error { return nil }); err != nil {
+					b.Error(err)
+				}
+				mu.Lock()
+				prefill += time.Since(t0)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	if len(tpots) == 0 {
+		b.Fatal("no tokens")
+	}
+	slices.Sort(tpots)
+	b.ReportMetric(float64(tpots[len(tpots)/2].Microseconds())/1000, "tpot-p50-ms")
+	b.ReportMetric(float64(tpots[len(tpots)*9/10].Microseconds())/1000, "tpot-p90-ms")
+	b.ReportMetric(float64(tpots[len(tpots)-1].Microseconds())/1000, "tpot-max-ms")
+	if long {
+		b.ReportMetric(prefill.Seconds()/float64(b.N), "prefill-s")
 	}
 }
