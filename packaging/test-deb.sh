@@ -24,7 +24,8 @@
 #      (PID, mount, network, UTS, IPC, cgroup): dpkg -i starts the service,
 #      a completion over HTTP, systemctl reload (SIGHUP arrives, logged),
 #      a config edit applied, kill -9 of the main process and the restart,
-#      systemctl stop.
+#      a SIGSTOPped daemon aborted by the watchdog and restarted,
+#      systemctl stop with the prefix cache persisted.
 #
 # Tools: dpkg-deb, lintian, shellcheck, systemd (systemd-analyze), binutils
 # (readelf), debootstrap (the chroot tests), util-linux's unshare and nsenter
@@ -439,6 +440,7 @@ sd_until() {
 sd_show() { in_sd systemctl show -P "$1" edgellmd; }
 sd_more_reloads() { [ "$(sd_reloads)" -gt "$1" ]; } # sd_more_reloads N: more than N logged
 sd_status_has() { http http://127.0.0.1:8001/status.json | grep -qF "$1"; }
+sd_health_ok() { http http://127.0.0.1:8001/health 2>/dev/null | grep -q '"status":"ok"'; }
 sd_restarted() { # sd_restarted OLDPID: active, with a new main process
 	p=$(sd_show MainPID) || return
 	[ "$p" != 0 ] && [ "$p" != "$1" ] && in_sd systemctl is-active --quiet edgellmd
@@ -590,8 +592,35 @@ ENTER
 	check "the journal has the kill (status=9/KILL)" grep -q 'status=9/KILL' "$TMP/journal"
 	http http://127.0.0.1:8001/health >"$TMP/health" 2>&1 || true
 	check "after the restart /health answers ok" grep -q '"status":"ok"' "$TMP/health"
+
+	# A hung daemon (SIGSTOP): the watchdog (a 4 s drop-in instead of the
+	# unit's 120 s) aborts it and Restart=on-failure starts it again.
+	mkdir -p "$SDROOT/etc/systemd/system/edgellmd.service.d"
+	printf '[Service]\nWatchdogSec=4s\n' >"$SDROOT/etc/systemd/system/edgellmd.service.d/watchdog-test.conf"
+	in_sd systemctl daemon-reload || true
+	check "systemctl restart edgellmd with WatchdogSec=4s" in_sd systemctl restart edgellmd
+	sd_until 30 sd_health_ok || true
+	check "serving again after the restart" sd_health_ok
+	sleep 6 # longer than the watchdog: a daemon that pings is not killed
+	pid1=$(sd_show MainPID || true)
+	check "a live daemon outlasts the 4 s watchdog (main process $pid1 kept)" sd_same_main "$pid1"
+	check "SIGSTOP the main process ($pid1)" nsenter -t "$NS_INIT" -p sh -c "kill -STOP $pid1"
+	sd_until 40 sd_restarted "$pid1" || true
+	check "the watchdog aborted the hung daemon and systemd started it again" sd_restarted "$pid1"
+	in_sd journalctl -u edgellmd --no-pager >"$TMP/journal" 2>&1 || true
+	check "the journal has the watchdog timeout" grep -qi 'watchdog timeout' "$TMP/journal"
+	rm -f "$SDROOT/etc/systemd/system/edgellmd.service.d/watchdog-test.conf"
+	in_sd systemctl daemon-reload || true
+	sd_until 30 sd_health_ok || true
+
+	# Stop: the prefix cache's snapshots are on disk (the completions
+	# above published them), in cache.dir.
+	http -X POST -H 'Content-Type: application/json' -d '{"prompt":"Once upon a time, there was a little dog","max_tokens":4}' \
+		http://127.0.0.1:8001/v1/completions >"$TMP/completion2" 2>&1 || true
 	check "systemctl stop edgellmd" in_sd systemctl stop edgellmd
 	check "stopped: inactive, Result=success (SIGTERM drains, exit 0)" sd_stopped
+	check "the prefix cache was persisted on stop (a non-empty segment in /var/lib/edgellmd/cache)" \
+		sh -c "find '$SDROOT/var/lib/edgellmd/cache' -name '*.seg' -size +0 | grep -q ."
 	if [ "$fails" -ne "$f0" ]; then
 		echo "      edgellmd.service's journal (last 40 lines):"
 		in_sd journalctl -u edgellmd --no-pager | tail -40 | cut -c1-240 | sed 's/^/      /'
