@@ -1,9 +1,12 @@
 package web
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -125,6 +128,54 @@ func TestManyConcurrentRequests(t *testing.T) {
 			}
 		case <-deadline:
 			t.Fatal("requests still running after 60 s")
+		}
+	}
+}
+
+// /status.json lists each generation in flight with its tokens, TTFT and
+// rate, and drops it when it ends.
+func TestStatusListsSequences(t *testing.T) {
+	ts := storiesServer(t, 4, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/completions",
+		strings.NewReader(`{"prompt": "Once upon a time", "max_tokens": 1500, "ignore_eos": true, "stream": true}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-ID", "seq-view-test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil { // the first event: generation is running
+		t.Fatal(err)
+	}
+	var doc struct {
+		Sequences []sequenceStatus `json:"sequences"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if err := json.Unmarshal(get(t, ts.URL+"/status.json"), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Sequences) == 1 && doc.Sequences[0].Tokens > 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sequences %+v", doc.Sequences)
+		}
+	}
+	q := doc.Sequences[0]
+	if q.RequestID != "seq-view-test" || q.State != "decoding" || q.PromptTokens == 0 || q.TTFTms <= 0 || q.TokensPerSecond <= 0 {
+		t.Fatalf("sequence %+v", q)
+	}
+	cancel()
+	resp.Body.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		json.Unmarshal(get(t, ts.URL+"/status.json"), &doc)
+		if len(doc.Sequences) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ended request is still listed: %+v", doc.Sequences)
 		}
 	}
 }

@@ -132,9 +132,16 @@ var errEmitPanic = errors.New("internal error in the output pipeline")
 // known, from the goroutine that calls emit (the engine worker).
 func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.Delta)) (out genOutcome, err error) {
 	out.promptTokens = len(plan.prompt)
+	live := &liveSeq{start: time.Now(), prompt: len(plan.prompt)}
+	if rec := recordOf(ctx); rec != nil {
+		live.id, live.start = rec.id, rec.start
+	}
+	s.live.add(live)
+	defer s.live.remove(live)
 	dec := newTextDecoder(plan.stops, plan.split)
 	emit := s.guard(func(t engine.Token) error {
 		out.tokenArrived()
+		live.token()
 		plan.lp.push(t)
 		deltas, stop := dec.push(t.Piece)
 		sink(deltas)

@@ -102,6 +102,7 @@ type Server struct {
 	started  time.Time
 	metrics  *metrics
 	book     statusBook // recent requests and errors for the status page
+	live     liveBook   // the generations in flight
 	// maxTokenBytes is the longest token's text: a prompt of more than
 	// ctxLen times it cannot fit, tokenized or not.
 	maxTokenBytes int
@@ -277,6 +278,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 
 // record is what a handler tells the request's log line.
 type record struct {
+	id           string // the request id (X-Request-ID)
 	start        time.Time
 	model        string
 	stream       bool
@@ -354,7 +356,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		id := requestID(r)
 		w.Header().Set(requestIDHeader, id)
-		rec := &record{start: start}
+		rec := &record{start: start, id: id}
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), recordKey{}, rec)))
 

@@ -337,7 +337,9 @@ type statusDoc struct {
 	Cache         cacheStatus     `json:"cache"`
 	Speculative   specStatus      `json:"speculative"`
 	Requests      requestStatus   `json:"requests"`
-	Errors        []errorEntry    `json:"errors"`
+	// Sequences are the generations in flight, longest-running first.
+	Sequences []sequenceStatus `json:"sequences"`
+	Errors    []errorEntry     `json:"errors"`
 }
 
 type modelStatus struct {
@@ -412,7 +414,7 @@ func (s *Server) statusJSON(w http.ResponseWriter, r *http.Request) {
 	doc := statusDoc{
 		Time: now, Started: s.started, UptimeSeconds: now.Sub(s.started).Seconds(), Ready: s.isReady(),
 		Model:    modelStatus{Name: s.opt.ModelName, ContextLength: s.ctxLen, ModelInfo: s.opt.Model},
-		Requests: reqs, Errors: errs,
+		Requests: reqs, Errors: errs, Sequences: s.live.snapshot(now),
 		Speculative: specStatus{DraftTokens: spec[0], AcceptedTokens: spec[1], DraftSettings: DraftSettings{Mode: "off", Drafters: []string{}}},
 	}
 	if s.opt.Scheduler != nil {

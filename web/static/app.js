@@ -203,6 +203,20 @@ function render(s) {
   chart("chart-temp", local.temp);
   chart("chart-power", local.power);
 
+  // Sequences in flight
+  const seqs = s.sequences || [];
+  $("seqs-none").hidden = seqs.length > 0;
+  const st = $("seqs-table");
+  st.hidden = seqs.length === 0;
+  const sb = st.tBodies[0];
+  sb.innerHTML = "";
+  seqs.forEach((q) => {
+    const row = sb.insertRow();
+    [q.request_id, q.state, String(q.prompt_tokens), String(q.tokens), q.ttft_ms ? ms(q.ttft_ms) : "–",
+      q.tokens_per_second ? num(q.tokens_per_second, 1) : "–", num(q.elapsed_seconds, 1) + " s"]
+      .forEach((v) => { row.insertCell().textContent = v; });
+  });
+
   // Errors
   const errs = s.errors || [];
   $("errors-none").hidden = errs.length > 0;
