@@ -243,11 +243,17 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	formatted := false // the answer is held to response_format (or grammar, json_schema)
 	if plan.constraint == nil {
 		// response_format wins over the tool calls' own grammar (an answer
 		// in its format holds no call markup)
 		if plan.constraint, err = s.toolConstraint(p); err != nil {
 			return nil, err
+		}
+	} else {
+		formatted = true
+		if p.ToolChoice == toolRequired || p.ToolChoice == toolNamed {
+			return nil, badRequest("response_format", "response_format and tool_choice %q both say what the answer is: send one", toolChoiceName(p))
 		}
 	}
 	plan.publishAt = s.publishPoints(p.Chat, promptText, plan.prompt)
@@ -258,6 +264,12 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 		plan.publishAt = append(plan.publishAt, n)
 	}
 	reasoningOpen := chat.ReasoningOpen(promptText)
+	if formatted && (reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), thinkClose))) {
+		// A model that reasons first writes its <think> block freely; the
+		// format holds from after "</think>" (what the template writes
+		// there is forced), as a forced tool call does.
+		plan.mayReason, plan.reasoningOpen, plan.afterReasoning = true, reasoningOpen, s.markup.afterReasoning
+	}
 	hasTools := len(p.Chat.Tools) > 0
 	parse := hasTools && p.ToolChoice != toolNone
 	if parse {

@@ -41,7 +41,9 @@ type genPlan struct {
 
 	// force is markup the answer must begin with (tool_choice "required"
 	// or a named function). With mayReason the model first writes its
-	// reasoning freely, and force follows "</think>" + afterReasoning.
+	// reasoning freely, and force (possibly empty: a response_format
+	// grammar) follows "</think>" + afterReasoning; the constraint holds
+	// from there.
 	force          string
 	mayReason      bool
 	reasoningOpen  bool // the prompt ends inside <think>
@@ -154,7 +156,7 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 	req.Constraint = plan.constraint
 
 	reasoned := false
-	if plan.force != "" {
+	if plan.force != "" || plan.mayReason {
 		prompt := plan.prompt
 		used := 0
 		if plan.mayReason {
