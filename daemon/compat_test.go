@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/edgellmd/edgellmd/engine"
 )
@@ -86,29 +84,7 @@ func TestAPISettingsReachTheServer(t *testing.T) {
 	writeConfig(t, cfgPath, "listen: 127.0.0.1:0\nmodel:\n  path: "+storiesModel+"\n  threads: 1\n  aliases: [gpt-4o-mini]\n"+
 		"cache:\n  dir: "+dir+"\napi:\n  key: k3y\n  cors_origins: [\"http://localhost:3000\"]\n")
 	var logs syncBuffer
-	d, err := newDaemon(Options{ConfigPath: cfgPath, LogOutput: &logs, ConfigDebounce: -1, Version: "9.9.9"}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() { runErr <- d.Run(ctx, nil) }()
-	t.Cleanup(func() {
-		stop()
-		select {
-		case <-runErr:
-		case <-time.After(30 * time.Second):
-			t.Error("daemon did not stop")
-		}
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", logs.String())
-		}
-	})
-	m := await(t, notes, "READY=1", has("READY=1"))
-	_, addr, ok := strings.Cut(field(m, "STATUS"), " at ")
-	if !ok {
-		t.Fatalf("no address in %q", m)
-	}
+	d, addr := runUntilReady(t, notes, Options{ConfigPath: cfgPath, LogOutput: &logs, ConfigDebounce: -1, Version: "9.9.9"})
 	do := func(method, path, body string, header ...string) (*http.Response, []byte) {
 		t.Helper()
 		req, err := http.NewRequest(method, addr+path, strings.NewReader(body))

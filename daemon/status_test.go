@@ -51,29 +51,7 @@ func TestStatusPageSeesTheDaemon(t *testing.T) {
 		"\n  max_bytes: 64MiB\ndraft:\n  mode: tree\n  steps: 6\n"
 	writeConfig(t, cfgPath, base)
 	var logs syncBuffer
-	d, err := newDaemon(Options{ConfigPath: cfgPath, LogOutput: &logs, ConfigDebounce: -1}, "") // reloads by Reload() alone
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	runErr := make(chan error, 1)
-	go func() { runErr <- d.Run(ctx, nil) }()
-	t.Cleanup(func() {
-		stop()
-		select {
-		case <-runErr:
-		case <-time.After(30 * time.Second):
-			t.Error("daemon did not stop")
-		}
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", logs.String())
-		}
-	})
-	m := await(t, notes, "READY=1", has("READY=1"))
-	_, addr, ok := strings.Cut(field(m, "STATUS"), " at ")
-	if !ok {
-		t.Fatalf("no address in %q", m)
-	}
+	d, addr := runUntilReady(t, notes, Options{ConfigPath: cfgPath, LogOutput: &logs, ConfigDebounce: -1}) // reloads by Reload() alone
 	for deadline := time.Now().Add(5 * time.Second); d.Power() == nil; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no power controller")
@@ -158,4 +136,35 @@ func TestStatusPageSeesTheDaemon(t *testing.T) {
 	if page := string(get("/")); !strings.Contains(page, "/static/app.js") {
 		t.Errorf("status page: %.200s", page)
 	}
+}
+
+// runUntilReady runs a daemon with opt (LogOutput a *syncBuffer) until it
+// says READY=1 on notes, and returns it and the address it serves at; the
+// test's end stops it (and shows its log when the test failed).
+func runUntilReady(t *testing.T, notes <-chan string, opt Options) (*Daemon, string) {
+	t.Helper()
+	d, err := newDaemon(opt, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.Run(ctx, nil) }()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-runErr:
+		case <-time.After(30 * time.Second):
+			t.Error("daemon did not stop")
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", opt.LogOutput.(*syncBuffer).String())
+		}
+	})
+	m := await(t, notes, "READY=1", has("READY=1"))
+	_, addr, ok := strings.Cut(field(m, "STATUS"), " at ")
+	if !ok {
+		t.Fatalf("no address in %q", m)
+	}
+	return d, addr
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,8 @@ type batcher struct {
 	quit    chan struct{}
 	done    chan struct{}
 	active  atomic.Int32 // sequences in a generation: their next pass is coming
+	free    sync.Pool    // of *fwdReq, with their reply channels: no allocation per pass
+	seqs    []model.SeqBatch
 	stats   BatchStats
 	statsMu chan struct{} // a one-slot lock for stats (read by the metrics)
 }
@@ -66,24 +69,30 @@ func (b *batcher) close() {
 // errEngineClosed answers work sent after close.
 var errEngineClosed = errors.New("engine: closed")
 
-func (b *batcher) send(r *fwdReq) error {
-	r.err = make(chan error, 1)
+func (b *batcher) send(seq model.SeqBatch, prefill bool, fn func() error) error {
+	r, _ := b.free.Get().(*fwdReq)
+	if r == nil {
+		r = &fwdReq{err: make(chan error, 1)}
+	}
+	r.seq, r.prefill, r.fn = seq, prefill, fn
+	var err error
 	select {
 	case b.reqs <- r:
+		err = <-r.err
 	case <-b.quit:
-		return errEngineClosed
+		err = errEngineClosed
 	}
-	return <-r.err
+	*r = fwdReq{err: r.err}
+	b.free.Put(r)
+	return err
 }
 
 // pass runs one sequence's forward pass, with those of the others that are
 // ready.
-func (b *batcher) pass(sb model.SeqBatch, prefill bool) error {
-	return b.send(&fwdReq{seq: sb, prefill: prefill})
-}
+func (b *batcher) pass(sb model.SeqBatch, prefill bool) error { return b.send(sb, prefill, nil) }
 
 // do runs fn on the batcher's goroutine, between passes.
-func (b *batcher) do(fn func() error) error { return b.send(&fwdReq{fn: fn}) }
+func (b *batcher) do(fn func() error) error { return b.send(model.SeqBatch{}, false, fn) }
 
 func (b *batcher) run() {
 	defer close(b.done)
@@ -131,15 +140,13 @@ func (b *batcher) run() {
 // runPass runs the pending sequences' batches in one pass. A sequence
 // whose batch is refused (nothing of the pass ran) gets its error and the
 // others run without it.
-func (b *batcher) runPass(pending []*fwdReq) {
-	seqs := make([]model.SeqBatch, 0, len(pending))
-	reqs := append([]*fwdReq(nil), pending...)
+func (b *batcher) runPass(reqs []*fwdReq) {
 	for len(reqs) > 0 {
-		seqs = seqs[:0]
+		b.seqs = b.seqs[:0]
 		for _, r := range reqs {
-			seqs = append(seqs, r.seq)
+			b.seqs = append(b.seqs, r.seq)
 		}
-		err := model.ForwardMulti(b.m, seqs)
+		err := model.ForwardMulti(b.m, b.seqs)
 		var se *model.SeqError
 		if errors.As(err, &se) && se.Index >= 0 && se.Index < len(reqs) && len(reqs) > 1 {
 			reqs[se.Index].err <- se.Err
@@ -153,6 +160,7 @@ func (b *batcher) runPass(pending []*fwdReq) {
 		for _, r := range reqs {
 			r.err <- err
 		}
+		clear(b.seqs) // drop the states and buffers until the next pass
 		return
 	}
 }

@@ -118,31 +118,11 @@ func grammarError(param string, err error) error {
 	return badRequest(param, "%v", err)
 }
 
-// toolDef is what a call grammar needs of one tool.
+// toolDef is what a call grammar needs of one tool (validateTools makes
+// them; parameters absent or {} stand as {"type": "object"}).
 type toolDef struct {
 	name   string
 	params json.RawMessage // the parameters schema; {"type": "object"} when absent
-}
-
-func toolDefs(tools []json.RawMessage) ([]toolDef, error) {
-	defs := make([]toolDef, 0, len(tools))
-	for i, raw := range tools {
-		var t struct {
-			Function struct {
-				Name       string          `json:"name"`
-				Parameters json.RawMessage `json:"parameters"`
-			} `json:"function"`
-		}
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, jsonError(fmt.Sprintf("tools[%d]", i), err)
-		}
-		p := t.Function.Parameters
-		if len(p) == 0 || isNull(p) || string(bytes.TrimSpace(p)) == "{}" {
-			p = json.RawMessage(`{"type": "object"}`)
-		}
-		defs = append(defs, toolDef{name: t.Function.Name, params: p})
-	}
-	return defs, nil
 }
 
 // gbnfLiteral quotes s as a GBNF string literal.
@@ -414,10 +394,7 @@ func (s *Server) toolConstraint(p *chatParams) (*engine.Constraint, error) {
 	if !s.canForce || len(p.Chat.Tools) == 0 || p.ToolChoice == toolNone {
 		return nil, nil
 	}
-	defs, err := toolDefs(p.Chat.Tools)
-	if err != nil {
-		return nil, err
-	}
+	defs := p.tools
 	many := p.ParallelToolCalls && p.ToolChoice != toolNamed
 	m := s.markup
 	switch p.ToolChoice {

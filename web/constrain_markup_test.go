@@ -18,7 +18,7 @@ func TestCallGrammarsAcceptTheTemplatesCalls(t *testing.T) {
 		json.RawMessage(`{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"},"unit":{"enum":["c","f"]}},"required":["city","days"]}}}`),
 		json.RawMessage(bashTool),
 	}
-	defs, err := toolDefs(tools)
+	defs, err := validateTools(tools)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -366,6 +366,7 @@ type chatParams struct {
 	ToolChoice        toolChoiceMode
 	ToolName          string // for toolNamed
 	ParallelToolCalls bool
+	tools             []toolDef // the validated tools, for the call grammars
 }
 
 // chatKnown are the chat fields read besides genKnown. user and metadata
@@ -418,9 +419,14 @@ func decodeChatFields(body []byte, fields map[string]json.RawMessage, p *chatPar
 	if err := validateMessages(p.Chat.Messages); err != nil {
 		return err
 	}
-	names, err := validateTools(p.Chat.Tools)
+	defs, err := validateTools(p.Chat.Tools)
 	if err != nil {
 		return err
+	}
+	p.tools = defs
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.name
 	}
 	if err := chat.Validate(p.Chat); err != nil {
 		return badRequest(paramOf(err.Error()), "%v", err)
@@ -488,7 +494,8 @@ func validateMessages(msgs []chat.Message) error {
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
 // validateTools checks each tool definition and returns the names.
-func validateTools(tools []json.RawMessage) ([]string, error) {
+func validateTools(tools []json.RawMessage) ([]toolDef, error) {
+	var defs []toolDef
 	var names []string
 	for i, raw := range tools {
 		param := fmt.Sprintf("tools[%d]", i)
@@ -513,6 +520,7 @@ func validateTools(tools []json.RawMessage) ([]string, error) {
 			return nil, badRequest(param+".function.name", "%s.function.name: %q is defined twice", param, name)
 		}
 		names = append(names, name)
+		def := toolDef{name: name, params: json.RawMessage(`{"type": "object"}`)}
 		if raw, ok := tool.Function["description"]; ok && !isNull(raw) {
 			var d string
 			if json.Unmarshal(raw, &d) != nil {
@@ -523,9 +531,13 @@ func validateTools(tools []json.RawMessage) ([]string, error) {
 			if err := validateSchema(raw); err != nil {
 				return nil, badRequest(param+".function.parameters", "%s.function.parameters: %v", param, err)
 			}
+			if string(bytes.TrimSpace(raw)) != "{}" {
+				def.params = raw
+			}
 		}
+		defs = append(defs, def)
 	}
-	return names, nil
+	return defs, nil
 }
 
 // validateSchema checks the parts of a JSON Schema that the prompt and the

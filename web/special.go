@@ -32,8 +32,10 @@ func (s *Server) messageSpans(req chat.Request, promptText string) ([][2]int, er
 		return nil, nil
 	}
 	first := -1
+	holds := make([]bool, len(req.Messages)) // the messages with control-token text
 	for i, m := range req.Messages {
 		if ctl, ok := s.tok.ControlIn(m.Content.String()); ok {
+			holds[i] = true
 			if strings.Contains(m.Content.String(), textOpen) || strings.Contains(m.Content.String(), textClose) {
 				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content holds the control token %q and the private-use characters U+E000/U+E001: its text cannot be kept apart from the template's", i, ctl)
 			}
@@ -48,7 +50,7 @@ func (s *Server) messageSpans(req chat.Request, promptText string) ([][2]int, er
 	marked := req
 	marked.Messages = make([]chat.Message, len(req.Messages))
 	for i, m := range req.Messages {
-		if _, ok := s.tok.ControlIn(m.Content.String()); ok {
+		if holds[i] {
 			m.Content = markContent(m.Content)
 		}
 		marked.Messages[i] = m
