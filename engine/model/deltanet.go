@@ -210,15 +210,8 @@ func (dn *deltaNet) convToken(d *decoder, out, win, mix []float32) {
 	}
 }
 
-// silu is d.silu with tensor.SiLUVec (the same bits, AVX2) unless a test
-// replaced the kernels.
-func (dn *deltaNet) silu(d *decoder, x []float32) {
-	if useAttnKernels && d.kernels == nil {
-		tensor.SiLUVec(x)
-		return
-	}
-	d.silu(x)
-}
+// silu is d.silu.
+func (dn *deltaNet) silu(d *decoder, x []float32) { d.silu(x) }
 
 // transposeConv fills convT: the taps tap-major.
 func (dn *deltaNet) transposeConv() {

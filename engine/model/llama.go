@@ -36,7 +36,7 @@ func loadLlama(l *loader, opt Options) (Model, error) {
 	}
 	r := newRope(ropeNormal, hp.RopeDims, hp.RopeBase, freqScale, freqs, [4]int{})
 
-	d := &decoder{hp: hp, pool: opt.Pool, kvType: opt.KVType, eps: hp.NormEps, gatherEarly: true, observe: opt.Observe}
+	d := &decoder{hp: hp, pool: opt.Pool, kvType: opt.KVType, eps: hp.NormEps, gatherEarly: true, observe: opt.Observe, sgemmF32: opt.SgemmF32}
 	if err := l.trunkEnds(d); err != nil {
 		return nil, err
 	}

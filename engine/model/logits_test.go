@@ -8,53 +8,11 @@ import (
 	"math"
 	"os"
 	"testing"
-	"unsafe"
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/quantize"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
-
-// ggmlKernels are llama.cpp's x86 AVX2 CPU kernels for F32 weights and for
-// SiLU, in scalar Go: ggml_vec_dot_f32 for a batch of one token, llamafile's
-// tinyBLAS sgemm for larger batches (when it takes the shape: columns a
-// multiple of 8, rows of 4), and ggml_vec_silu_f32 (ggml_v_silu over blocks
-// of 8, expf for the rest). With them this package's logits equal
-// llama.cpp's bit for bit, which shows that every other step (norms, RoPE,
-// attention, DeltaNet, residuals) rounds as llama.cpp does. engine/tensor
-// is expected to reach the same results with fast kernels.
-var ggmlKernels = &kernelHooks{matmul: ggmlMatmulF32, silu: ggmlSiLU}
-
-func ggmlMatmulF32(dst []float32, m tensor.Matrix, x []float32, n int) bool {
-	if m.Type != tensor.F32 {
-		return false
-	}
-	rows, cols := m.Rows, m.Cols
-	w := unsafe.Slice((*float32)(unsafe.Pointer(&m.Data[0])), rows*cols)
-	tiny := n >= 2 && cols%8 == 0 && rows%4 == 0
-	for v := 0; v < n; v++ {
-		xv := x[v*cols : (v+1)*cols]
-		for r := 0; r < rows; r++ {
-			if tiny {
-				dst[v*rows+r] = tinyDot(w[r*cols:(r+1)*cols], xv)
-			} else {
-				dst[v*rows+r] = dotF32(w[r*cols:(r+1)*cols], xv)
-			}
-		}
-	}
-	return true
-}
-
-func ggmlSiLU(x []float32) {
-	blocks := len(x) - len(x)%8
-	for i, v := range x {
-		e := expf(-v)
-		if i < blocks {
-			e = vExpf(-v)
-		}
-		x[i] = v / (1 + e)
-	}
-}
 
 // storiesLogitTokens is the sequence whose logits llama.cpp recorded: the
 // first golden prompt, its greedy continuation, and a few more tokens.
@@ -142,9 +100,10 @@ func openTinyQwen35(t *testing.T, kv tensor.DType) Model {
 }
 
 // TestLogitsMatchLlamaCpp compares raw logits with llama.cpp's: bit for
-// bit with ggml's kernels standing in for engine/tensor's, and within a
-// tolerance with engine/tensor's own kernels (whose summation order may
-// differ; an F16 KV cache turns last-bit differences into F16 steps).
+// bit with Options.SgemmF32 (F32 products of several rows in tinyBLAS's
+// order, as llama.cpp runs them), and within a tolerance without it (the
+// default: every F32 row in ggml_vec_dot_f32's order whatever the batch; an
+// F16 KV cache turns last-bit differences into F16 steps).
 func TestLogitsMatchLlamaCpp(t *testing.T) {
 	stories := func(t *testing.T, kv tensor.DType) Model { return openModel(t, storiesPath, kv, testPool(t)) }
 	cases := []struct {
@@ -166,14 +125,14 @@ func TestLogitsMatchLlamaCpp(t *testing.T) {
 	for _, tc := range cases {
 		want := readF32(t, "testdata/"+tc.file)
 		for _, exact := range []bool{true, false} {
-			name := tc.name + "/tensor-kernels"
+			name := tc.name + "/vec-dot-f32"
 			if exact {
-				name = tc.name + "/ggml-kernels"
+				name = tc.name + "/sgemm-f32"
 			}
 			t.Run(name, func(t *testing.T) {
 				m := tc.open(t, tc.kv)
 				if exact {
-					m.(*decoder).kernels = ggmlKernels
+					m.(*decoder).sgemmF32 = true
 				}
 				got := runLogits(t, m, tc.toks, tc.mode, tc.first)
 				if len(got) != len(want) {
@@ -188,7 +147,7 @@ func TestLogitsMatchLlamaCpp(t *testing.T) {
 				}
 				t.Logf("%d of %d logits bit-equal, largest difference %.3g", equal, len(got), worst)
 				if exact && equal != len(got) {
-					t.Errorf("with ggml's kernels only %d of %d logits equal llama.cpp's (largest difference %.3g)", equal, len(got), worst)
+					t.Errorf("with SgemmF32 only %d of %d logits equal llama.cpp's (largest difference %.3g)", equal, len(got), worst)
 				}
 				if !exact && worst > tc.tolerance {
 					t.Errorf("largest logit difference %.3g exceeds %.3g", worst, tc.tolerance)

@@ -76,6 +76,17 @@ type Options struct {
 	// of cols values. Calibration (engine/quantize) records activation
 	// ranges with it; it must not keep or change x.
 	Observe func(name string, x []float32, n, cols int)
+	// SgemmF32 computes F32 weight products of two or more rows as
+	// llama.cpp's CPU backend does (llamafile's tinyBLAS sgemm, where it
+	// takes the shape: columns a multiple of 8, rows of 4), so that a prefill
+	// over F32 weights (qwen35's ssm_alpha and ssm_beta, which NVFP4 files
+	// keep in F32) has llama.cpp's bits. Off (the default) every F32 row
+	// takes ggml_vec_dot_f32, llama.cpp's one-token product, whatever the
+	// number of rows: a token's bits then do not depend on the rows beside
+	// it, which speculative verification (identical to greedy decoding),
+	// chunked prefill and ForwardMulti rely on. On, ForwardMulti is not bit
+	// for bit each sequence alone.
+	SgemmF32 bool
 }
 
 // Load builds the model a GGUF file holds, chosen by general.architecture.
@@ -129,31 +140,14 @@ type decoder struct {
 	// gatherEarly drops the rows without logits before the last block's
 	// feed-forward part (llama) rather than after the last block (qwen35).
 	gatherEarly bool
-	// kernels replaces engine/tensor's matrix products and SiLU when set
-	// (tests use it to run ggml's exact kernels); nil in normal use.
-	kernels *kernelHooks
-	observe func(name string, x []float32, n, cols int) // Options.Observe
-	multi   multiPass                                   // ForwardMulti's scratch (multi.go)
-}
-
-// kernelHooks are stand-ins for engine/tensor kernels. matmul reports
-// whether it handled the product. They imitate llama.cpp, whose kernels
-// depend on the number of rows in a product, so under them ForwardMulti
-// is not bit for bit each sequence alone.
-type kernelHooks struct {
-	matmul func(dst []float32, m tensor.Matrix, x []float32, n int) bool
-	silu   func(x []float32)
+	sgemmF32    bool                                        // Options.SgemmF32
+	observe     func(name string, x []float32, n, cols int) // Options.Observe
+	multi       multiPass                                   // ForwardMulti's scratch (multi.go)
 }
 
 // silu applies SiLU to one row (ggml's SIMD blocks start at a row's first
 // value, so rows are never concatenated).
-func (d *decoder) silu(row []float32) {
-	if d.kernels != nil && d.kernels.silu != nil {
-		d.kernels.silu(row)
-		return
-	}
-	tensor.SiLU(row)
-}
+func (d *decoder) silu(row []float32) { tensor.SiLU(row) }
 
 func (d *decoder) Arch() string { return d.hp.Arch }
 func (d *decoder) Hyper() Hyper { return d.hp }
@@ -328,7 +322,8 @@ func (d *decoder) mm(l *linear, dst, x []float32, n int) {
 		d.observe(l.name, x, n, cols)
 	}
 	switch {
-	case d.kernels != nil && d.kernels.matmul != nil && d.kernels.matmul(dst, l.m, x, n):
+	case d.sgemmF32 && n >= 2 && l.m.Type == tensor.F32 && cols%8 == 0 && rows%4 == 0:
+		sgemmF32(dst, l.m, x, n)
 	case n == 1:
 		d.pool.MatVec(dst, l.m, x)
 	default:

@@ -37,7 +37,7 @@ func loadQwen35(l *loader, opt Options) (Model, error) {
 	}
 	r := newRope(ropeIMRope, hp.RopeDims, hp.RopeBase, freqScale, nil, hp.RopeSections)
 
-	d := &decoder{hp: hp, pool: opt.Pool, kvType: opt.KVType, eps: hp.NormEps, observe: opt.Observe}
+	d := &decoder{hp: hp, pool: opt.Pool, kvType: opt.KVType, eps: hp.NormEps, observe: opt.Observe, sgemmF32: opt.SgemmF32}
 	if err := l.trunkEnds(d); err != nil {
 		return nil, err
 	}

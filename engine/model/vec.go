@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
@@ -40,6 +41,20 @@ func reduce32(acc *[32]float32) float32 {
 func hsum8(l *[8]float32) float32 {
 	a0, a1, a2, a3 := l[0]+l[4], l[1]+l[5], l[2]+l[6], l[3]+l[7]
 	return (a0 + a2) + (a1 + a3)
+}
+
+// sgemmF32 sets dst[v*rows+r] to tinyDot(row r of m, vector v of x): the
+// F32 product of n rows under Options.SgemmF32 (the caller checks the shape
+// tinyBLAS takes).
+func sgemmF32(dst []float32, m tensor.Matrix, x []float32, n int) {
+	rows, cols := m.Rows, m.Cols
+	w := unsafe.Slice((*float32)(unsafe.Pointer(&m.Data[0])), rows*cols)
+	for v := 0; v < n; v++ {
+		xv := x[v*cols : (v+1)*cols]
+		for r := 0; r < rows; r++ {
+			dst[v*rows+r] = tinyDot(w[r*cols:(r+1)*cols], xv)
+		}
+	}
 }
 
 // tinyDot is one output of llamafile's tinyBLAS F32 sgemm (AVX2): one

@@ -77,6 +77,12 @@ func argmax(v []float32) int32 {
 // prefix counts the positions before the first divergence of each prompt.
 func agreement(t *testing.T, path string, goldens []golden, act tensor.NVFP4Activations) (agree, total, prefix int) {
 	t.Helper()
+	return agreementWith(t, path, goldens, act, false)
+}
+
+// agreementWith is agreement with model.Options.SgemmF32 set as sgemm says.
+func agreementWith(t *testing.T, path string, goldens []golden, act tensor.NVFP4Activations, sgemm bool) (agree, total, prefix int) {
+	t.Helper()
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +91,7 @@ func agreement(t *testing.T, path string, goldens []golden, act tensor.NVFP4Acti
 	pool := tensor.NewPool(2)
 	defer pool.Close()
 	pool.SetNVFP4Activations(act)
-	m, err := model.Load(f, model.Options{KVType: tensor.F16, Pool: pool})
+	m, err := model.Load(f, model.Options{KVType: tensor.F16, Pool: pool, SgemmF32: sgemm})
 	if err != nil {
 		t.Fatal(err)
 	}

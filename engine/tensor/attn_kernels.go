@@ -156,20 +156,25 @@ func deltaStepGo(S, q, k, v []float32, eg, beta, scale float32, o []float32) {
 }
 
 // ggmlDotF32 is ggml_vec_dot_f32 in llama.cpp's x86 AVX2+FMA build: four
-// 8-lane FMA accumulators over blocks of 32, ggmlReduce32, then the
-// leftovers added one by one to a float32 sum as rounded products, except
-// the last len%4, which are fused (GCC vectorised the others' multiplies).
-func ggmlDotF32(x, y []float32) float32 {
+// 8-lane FMA accumulators over blocks of 32 (ggmlDotF32Blocks in SIMD, or
+// its twin ggmlDotF32Lanes), ggmlReduce32, then the leftovers added one by
+// one to a float32 sum as rounded products, except the last len%4, which
+// are fused (GCC vectorised the others' multiplies).
+func ggmlDotF32(x, y []float32) float32 { return ggmlDotF32On(x, y, useSIMD || useNEON) }
+
+// ggmlDotF32On is ggmlDotF32 with the blocks in the SIMD kernel (simd) or
+// in its plain-Go twin; tests compare the two.
+func ggmlDotF32On(x, y []float32, simd bool) float32 {
 	n := len(x)
 	y = y[:n]
 	np := n &^ 31
 	var sum float32
 	if np > 0 {
 		var acc [32]float32
-		for i := 0; i < np; i += 32 {
-			for j := 0; j < 32; j++ {
-				acc[j] = fma32(x[i+j], y[i+j], acc[j])
-			}
+		if simd {
+			ggmlDotF32Blocks(&x[0], &y[0], np/32, &acc)
+		} else {
+			ggmlDotF32Lanes(x[:np], y[:np], &acc)
 		}
 		sum = ggmlReduce32(&acc)
 	}
@@ -181,6 +186,17 @@ func ggmlDotF32(x, y []float32) float32 {
 		sum = fma32(x[i], y[i], sum)
 	}
 	return sum
+}
+
+// ggmlDotF32Lanes is ggmlDotF32Blocks in plain Go: acc[j] = fma(x[i],
+// y[i], acc[j]) for i = j mod 32, in order; len(x) is a multiple of 32.
+func ggmlDotF32Lanes(x, y []float32, acc *[32]float32) {
+	for i := 0; i < len(x); i += 32 {
+		xx, yy := (*[32]float32)(x[i:i+32]), (*[32]float32)(y[i:i+32])
+		for j := range acc {
+			acc[j] = fma32(xx[j], yy[j], acc[j])
+		}
+	}
 }
 
 // ggmlReduce32 is GGML_F32x8_REDUCE over 4 vectors of 8 lanes (acc[j*8+l]):

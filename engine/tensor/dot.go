@@ -2,22 +2,27 @@ package tensor
 
 // Row-range dot products with one vector, the entry points of MatVec and
 // of MatMul's F32, Q8_0 and NVFP4 (W4A8, W4A4) products (MatMul calls
-// dotHalfMatSIMD for several vectors of F16 and BF16 itself). Each runs
-// the SIMD kernel of this architecture where the CPU has one (useSIMD:
-// AVX2 on amd64, see dot_amd64.s and nvfp4_amd64.s; useNEON: the F32
-// product on arm64, dot_arm64.s) and its plain-Go twin in kernels.go,
+// dotHalfMatSIMD for several vectors of F16 and BF16 itself). Each but F32
+// (ggmlDotF32, plain Go for now) runs the SIMD kernel of this architecture
+// where the CPU has one (useSIMD: AVX2 on amd64, see dot_amd64.s and
+// nvfp4_amd64.s; useNEON on arm64) and its plain-Go twin in kernels.go,
 // nvfp4.go or nvfp4a4.go otherwise; the two give the same bits, which
 // dot_amd64_test.go, nvfp4_amd64_test.go and dot_arm64_test.go check.
 
-// dotF32Rows sets dst[r] = dotF32(row r of w, x); rows have cols values.
+// dotF32Rows sets dst[r] = ggmlDotF32(row r of w, x); rows have cols
+// values. F32 weights take ggml_vec_dot_f32's order (four 8-lane
+// accumulators over blocks of 32, then the leftovers one by one), the
+// product llama.cpp runs for them whenever its tinyBLAS sgemm does not take
+// the shape (always for one token, and for any batch when the columns are not
+// a multiple of 8, like stories260K's 172-column ffn_down, which NVFP4 files
+// keep in F32). With dotF32's eight lanes instead, those rows differed from
+// llama.cpp's in the last bit, and W4A8's activation quantizer turned that
+// into different tokens on a few prompts in ten (testdata/nvfp4/README.md).
+// The same order serves every batch size, so a row's bits stay independent of
+// the other rows of a pass.
 func dotF32Rows(dst, w []float32, cols int, x []float32) {
 	for r := range dst {
-		wr := w[r*cols : (r+1)*cols]
-		if useSIMD || useNEON {
-			dst[r] = dotF32SIMD(wr, x)
-		} else {
-			dst[r] = dotF32(wr, x)
-		}
+		dst[r] = ggmlDotF32(w[r*cols:(r+1)*cols], x)
 	}
 }
 

@@ -26,7 +26,7 @@ var (
 // dotQ8Lanes), lane accumulators out.
 
 //go:noescape
-func dotF32Lanes(w, x *float32, nblk int, lanes *[8]float32)
+func ggmlDotF32Blocks(w, x *float32, nblk int, acc *[32]float32)
 
 //go:noescape
 func dotF16Lanes(w *uint16, x *float32, nblk int, lanes *[8]float32)

@@ -7,27 +7,41 @@
 // twin in kernels.go. Lane k of the vector register is lane k of the twin,
 // except in dotQ8Lanes (see there).
 
-// func dotF32Lanes(w, x *float32, nblk int, lanes *[8]float32)
-// lane = fma(w, x, lane): the exact fused step dotF32 emulates.
-TEXT ·dotF32Lanes(SB), NOSPLIT, $0-32
+// func ggmlDotF32Blocks(w, x *float32, nblk int, acc *[32]float32)
+// nblk blocks of 32 columns into ggml_vec_dot_f32's four 8-lane
+// accumulators (Y0-Y3; acc[8j+l] is lane l of accumulator j):
+// acc = fma(w, x, acc), the exact fused step ggmlDotF32's twin emulates.
+TEXT ·ggmlDotF32Blocks(SB), NOSPLIT, $0-32
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ nblk+16(FP), CX
-	MOVQ lanes+24(FP), DX
+	MOVQ acc+24(FP), DX
 	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
 	TESTQ CX, CX
 	JZ f32done
 
 f32loop:
-	VMOVUPS (SI), Y1
-	VFMADD231PS (DI), Y1, Y0
-	ADDQ $32, SI
-	ADDQ $32, DI
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
 	DECQ CX
 	JNZ f32loop
 
 f32done:
 	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
 	VZEROUPPER
 	RET
 

@@ -1,7 +1,8 @@
 package tensor
 
-// arm64 has these NEON kernels so far: the F32 dot product (dot_arm64.s,
-// ASIMD being part of every arm64 CPU), W4A4 (nvfp4_arm64.s, with SDOT;
+// arm64 has these NEON kernels so far: the F32 dot product in
+// ggml_vec_dot_f32's order (dot_arm64.s, ASIMD being part of every arm64
+// CPU), W4A4 (nvfp4_arm64.s, with SDOT;
 // useNEONDot), Q8_0 and NVFP4 W4A8 (q8neon_arm64.s, with SDOT, through
 // dotQ8RowsSIMD and dotNVFP4Q8RowsSIMD below), and F16 and BF16 for one
 // vector (half_arm64.s, dotHalfRowsSIMD below); the other products run
@@ -10,11 +11,12 @@ const useSIMD = false
 
 const useNEON = true
 
-// dotF32Lanes: nblk blocks of eight columns into eight lane accumulators,
-// lane = fma(w, x, lane), the exact fused step dotF32 emulates.
+// ggmlDotF32Blocks: nblk blocks of 32 columns into ggml_vec_dot_f32's 32
+// lane accumulators, lane = fma(w, x, lane), the exact fused step
+// ggmlDotF32's twin emulates.
 //
 //go:noescape
-func dotF32Lanes(w, x *float32, nblk int, lanes *[8]float32)
+func ggmlDotF32Blocks(w, x *float32, nblk int, acc *[32]float32)
 
 // dotHalfRowsSIMD sets dst[r] to the dotF16 (bf false) or dotBF16 (bf
 // true) product of row r of w (cols values each) with x, in the NEON

@@ -9,7 +9,7 @@ const useSIMD = false
 // useNEON: no arm64 kernels either.
 const useNEON = false
 
-func dotF32SIMD(w, x []float32) float32 { panic("tensor: no SIMD kernels") }
+func ggmlDotF32Blocks(w, x *float32, nblk int, acc *[32]float32) { panic("tensor: no SIMD kernels") }
 
 func dotHalfRowsSIMD(dst []float32, w []uint16, cols int, x []float32, bf bool) {
 	panic("tensor: no SIMD kernels")

@@ -120,18 +120,25 @@ func Softmax(x []float32) {
 	Scale(x, float32(1/sum))
 }
 
-// SiLU replaces each x by x / (1 + exp(-x)), with ggml's vectorised expf
-// (ggml_v_silu).
+// SiLU replaces each x by x / (1 + exp(-x)) as ggml_vec_silu_f32 and
+// ggml_vec_swiglu_f32 do: whole blocks of eight with ggml's vectorised expf
+// (ggml_v_silu), the len(x)%8 values left over with glibc's expf
+// (ggml_silu_f32).
 func SiLU(x []float32) {
-	nb := 0
-	if useSIMD && len(x) >= 8 {
-		nb = len(x) / 8
+	nb := len(x) / 8
+	if useSIMD && nb > 0 {
 		siluBlocks(&x[0], nb) // whole blocks of eight in AVX2, the same bits
+	} else {
+		siluScalar(x[:8*nb])
 	}
-	siluScalar(x[8*nb:])
+	for i := 8 * nb; i < len(x); i++ {
+		v := x[i]
+		x[i] = v / (1 + Expf(-v))
+	}
 }
 
-// siluScalar is SiLU one value at a time: the plain-Go twin of siluBlocks.
+// siluScalar is ggml_v_silu one value at a time: the plain-Go twin of
+// siluBlocks.
 func siluScalar(x []float32) {
 	for i, v := range x {
 		x[i] = v / (1 + expf32(-v))
