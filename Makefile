@@ -53,20 +53,23 @@ test-deb:
 # (NEON kernels against their Go twins) and the model's llama.cpp logits
 # goldens, and the GPU engine on an arm64 lavapipe. Needs qemu-user-static
 # and libc6-arm64-cross (.ci/run installs them) and apt for the arm64 .debs.
+# QEMU_CPU=max shows every feature qemu emulates (SDOT, I8MM, BF16, SVE2),
+# so the kernels that need one run rather than skip.
 QEMU_LD_PREFIX ?= /usr/aarch64-linux-gnu
+QEMU_CPU ?= max
 ARM64_VK ?= bin/arm64-root
 test-arm64:
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o bin/tensor-arm64.test ./engine/tensor
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o bin/model-arm64.test ./engine/model
-	cd engine/tensor && QEMU_LD_PREFIX=$(QEMU_LD_PREFIX) qemu-aarch64-static ../../bin/tensor-arm64.test
-	cd engine/model && QEMU_LD_PREFIX=$(QEMU_LD_PREFIX) qemu-aarch64-static ../../bin/model-arm64.test -test.run 'TestLogitsMatchLlamaCpp|TestStoriesGolden'
+	cd engine/tensor && QEMU_LD_PREFIX=$(QEMU_LD_PREFIX) qemu-aarch64-static -cpu $(QEMU_CPU) ../../bin/tensor-arm64.test
+	cd engine/model && QEMU_LD_PREFIX=$(QEMU_LD_PREFIX) qemu-aarch64-static -cpu $(QEMU_CPU) ../../bin/model-arm64.test -test.run 'TestLogitsMatchLlamaCpp|TestStoriesGolden'
 	# The GPU engine on an arm64 lavapipe (Debian's arm64 libvulkan1 and
 	# mesa-vulkan-drivers unpacked into $(ARM64_VK), not installed):
 	# stories260K on the Vulkan backend against the CPU engine.
 	sh engine/gpu/arm64-lavapipe.sh $(ARM64_VK)
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o bin/gpu-arm64.test ./engine/gpu
 	cd engine/gpu && R=$(abspath $(ARM64_VK)) && QEMU_LD_PREFIX=$$R LD_LIBRARY_PATH=$$R/usr/lib/aarch64-linux-gnu:$$R/lib/aarch64-linux-gnu \
-		VK_DRIVER_FILES=$$R/lvp_icd.json EDGELLMD_REQUIRE_GPU=1 qemu-aarch64-static ../../bin/gpu-arm64.test -test.v -test.run 'TestDevices|TestDispatch|TestModelStoriesLogits'
+		VK_DRIVER_FILES=$$R/lvp_icd.json EDGELLMD_REQUIRE_GPU=1 qemu-aarch64-static -cpu $(QEMU_CPU) ../../bin/gpu-arm64.test -test.v -test.run 'TestDevices|TestDispatch|TestModelStoriesLogits'
 
 # The committed SPIR-V is what engine/gpu/shaders/build.sh makes of the GLSL
 # (glslc; Debian: apt-get install glslc): every shader is compiled again into

@@ -15,9 +15,10 @@ import (
 // order of its one-vector kernel, so it equals MatVec's bit for bit.
 
 // useTiles selects the tile kernels, and gemmQuantQ8, where useSIMD is
-// set; tests and benchmarks turn it off to compare with the one-vector
-// kernels they replace.
-var useTiles = useSIMD
+// set (amd64) or the CPU has SDOT (arm64, gemm_arm64.s); tests and
+// benchmarks turn it off to compare with the one-vector kernels they
+// replace.
+var useTiles = useSIMD || useNEONDot
 
 // tileGroup returns the tile group of vector v among n vectors: its first
 // vector, its size (8, 4 or 2 vectors, the kernel's) and how many of its

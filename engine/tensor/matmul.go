@@ -144,7 +144,7 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 		j.actQ = j.actQ[:n*m.Cols/q8Block]
 		j.src = x
 		j.vnni = useSIMD && useVNNI && m.Cols > 0
-		j.tiled = !j.vnni && useSIMD && useTiles && tileVectors(n) > 0 && m.Cols > 0
+		j.tiled = !j.vnni && (useSIMD || useNEONDot) && useTiles && tileVectors(n) > 0 && m.Cols > 0
 		switch {
 		case j.vnni:
 			j.actT = growBytes(j.actT, vnniSlots(n)*m.Cols/q8Block*vnniActBytes)
