@@ -31,7 +31,7 @@
 //
 // Hot loops live in this package and nowhere else. The kernels are plain Go
 // (kernels.go, lanes.go), unrolled and free of bounds checks in their inner
-// loops. On amd64 CPUs with AVX2, FMA3 and F16C the F32, F16, BF16,
+// loops. On amd64 CPUs with AVX2, FMA3 and F16C the F16, BF16,
 // Q8_0 and NVFP4 (W4A8, W4A4) dot products run in Go assembly instead
 // (dot_amd64.s, nvfp4_amd64.s, chosen at start-up in dot_amd64.go, entered
 // through dot.go): the same lanes, the same order, hardware FMA where the
@@ -41,8 +41,18 @@
 // CPUs with SDOT, the Q8_0, NVFP4 W4A8 (q8neon_arm64.s) and W4A4
 // (nvfp4_arm64.s) dots, one vector at a time, each checked against its
 // twin by the *_arm64_test.go files (make test-arm64 runs them under
-// qemu-aarch64-static). W4A16 has no assembly yet, and several vectors at
-// once have tile kernels only on amd64.
+// qemu-aarch64-static). W4A16 has no assembly yet. On arm64 CPUs with
+// SDOT, several vectors at once run the Q8_0 and W4A8 products in NEON
+// tile kernels (gemm_arm64.s, gemm_arm64.go): one weight row against a tile
+// group of two, four or eight vectors in gemm.go's packed layout, each
+// (row, vector) pair keeping its one-vector kernel's eight lanes and order,
+// so the bits are the twins' (gemm_arm64_test.go); F16, BF16 and W4A4 with
+// several vectors run their one-vector paths there. SMMLA (I8MM) and
+// BFMMLA (BF16), detected from HWCAP2 (hwcap_arm64.go), are not used: an
+// SMMLA output sums eight int8 products where a twin's lane sums four, so
+// it gives the twins' bits only with half its operands zero, no faster than
+// SDOT; BFMMLA sums four BF16 products and rounds to odd
+// (mmla_arm64_test.go runs both).
 //
 // On amd64 CPUs with AVX-512 (F, BW, VL and VNNI) the Q8_0 and NVFP4 W4A8
 // products, one vector and several alike, run in vnni_amd64.s instead
@@ -52,7 +62,17 @@
 // pairs' eight lanes side by side, so the lanes, their order and the bits
 // stay the AVX2 kernels' and the twins' (vnni_amd64_test.go,
 // half512_amd64_test.go). They are chosen at start-up from CPUID
-// (vnni_amd64.go, half512_amd64.go). The one-vector kernels read four
+// (vnni_amd64.go, half512_amd64.go). On amd64 CPUs with AVX-VNNI but
+// without the AVX-512 set (Intel's client cores since Alder Lake) the same
+// Q8_0 and NVFP4 W4A8 products, one vector and several alike, run in
+// avxvnni_amd64.s: the VEX-encoded, 256-bit VPDPBUSD (spelled out in BYTE
+// directives, which Go's assembler does not know) on the activations
+// packVNNI packs, with the same offset and correction, one (row, vector)
+// pair's eight lanes per ymm register, and the tiles one row at a time
+// against groups of eight, four or two vectors; so the same bits again
+// (avxvnni_amd64_test.go). useAVXVNNI picks them at start-up
+// (avxvnni_amd64.go), and the AVX-512 kernels stay preferred where both are
+// present. The one-vector kernels read four
 // rows at a time a quarter of the range apart (streamQuarter), which the
 // hardware prefetchers follow far better than four adjacent rows.
 //

@@ -8,13 +8,19 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// useVNNI selects the AVX-512 kernels of vnni_amd64.s for the Q8_0 and
-// NVFP4 W4A8 products, one vector and several alike, on CPUs with
-// AVX-512 F, BW, VL and VNNI (Intel since Ice Lake and Cascade Lake, AMD
-// since Zen 4); x/sys/cpu reports AVX-512 only where the OS saves the
-// registers. Elsewhere the AVX2 kernels run, or the plain-Go twins, with
-// the same results. Tests and benchmarks turn it off to compare.
-var useVNNI = useSIMD && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
+// useVNNI selects the VNNI kernels for the Q8_0 and NVFP4 W4A8 products,
+// one vector and several alike, with the activations packed by packVNNI:
+// the AVX-512 kernels of vnni_amd64.s on CPUs with AVX-512 F, BW, VL and
+// VNNI (Intel since Ice Lake and Cascade Lake, AMD since Zen 4), else the
+// 256-bit ones of avxvnni_amd64.s (useAVXVNNI) on CPUs with AVX-VNNI
+// (Intel's client cores since Alder Lake, which lack AVX-512); x/sys/cpu
+// reports either only where the OS saves the registers. Elsewhere the
+// AVX2 kernels run, or the plain-Go twins, with the same results. Tests
+// and benchmarks turn it off to compare.
+var useVNNI = useSIMD && (hasAVX512VNNI || cpu.X86.HasAVXVNNI)
+
+// hasAVX512VNNI reports the AVX-512 set the kernels of vnni_amd64.s need.
+var hasAVX512VNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
 	cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 
 // vnniActBytes is the size of one packed activation block of one vector
@@ -115,6 +121,10 @@ func int8Bytes(q []int8) []byte {
 // [lo,hi) of data (rows of rb bytes, at least one block) and all n
 // vectors, packed in act by packVNNI.
 func gemmQ8VnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte, n int) {
+	if useAVXVNNI {
+		gemmQ8AvxVnniRows(dst, data, rb, lo, hi, rows, act, n)
+		return
+	}
 	nb := rb / q8BlockBytes
 	for v := 0; v < n; {
 		v0, s, used := vnniGroup(v, n)
@@ -137,6 +147,10 @@ func gemmQ8VnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte
 // for the rows [lo,hi) of data (NVFP4 rows of rb bytes, at least one
 // block) and all n vectors, packed in act by packVNNI with nibble set.
 func gemmNVVnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte, n int) {
+	if useAVXVNNI {
+		gemmNVAvxVnniRows(dst, data, rb, lo, hi, rows, act, n)
+		return
+	}
 	nb := rb / nvBlockBytes
 	per := 2 * nb * vnniActBytes // one vector's packed blocks
 	for v := 0; v < n; {
