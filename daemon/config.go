@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"reflect"
@@ -43,6 +44,17 @@ type EngineConfig struct {
 	// PrefillChunk bounds a prompt's tokens per forward pass, so that a
 	// long prompt shares the passes with the others' decode steps.
 	PrefillChunk int `yaml:"prefill_chunk"`
+	// DecodeSlowdown bounds a pass that carries a prompt chunk beside
+	// others' decode steps to this multiple of a decode-only pass (the
+	// chunk is cut to fit, as the passes measure, or waits for passes that
+	// save up for it: the others' mean time per token stays within it);
+	// 0 turns it off.
+	DecodeSlowdown float64 `yaml:"decode_slowdown"`
+	// MemoryBudget bounds the sequence states (KV and recurrent state of
+	// the running requests and of idle slots); a request waits until its
+	// state fits. 0: the memory available at start, less the model, the
+	// prefix cache and a margin.
+	MemoryBudget Size `yaml:"memory_budget"`
 }
 
 // ModelConfig says which model to serve and how.
@@ -151,7 +163,7 @@ func DefaultConfig() Config {
 	return Config{
 		Listen: "127.0.0.1:8001",
 		Model:  ModelConfig{Aliases: []string{}, KVType: "f16", Activations: "q8", Device: "auto"},
-		Engine: EngineConfig{MaxSequences: engine.DefaultMaxSequences, PrefillChunk: engine.DefaultPrefillChunk},
+		Engine: EngineConfig{MaxSequences: engine.DefaultMaxSequences, PrefillChunk: engine.DefaultPrefillChunk, DecodeSlowdown: engine.DefaultDecodeSlowdown},
 		Cache: CacheConfig{
 			Dir:          "/var/lib/edgellmd/cache",
 			MaxBytes:     2 * GiB,
@@ -339,6 +351,18 @@ func (d *decoder) value(path string, n *yaml.Node, v reflect.Value) {
 			return
 		}
 		v.SetInt(i)
+	case v.Kind() == reflect.Float64:
+		s, err := scalar(n)
+		if err != nil {
+			d.fail(n, path, "%v", err)
+			return
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || (n.Tag != "!!float" && n.Tag != "!!int" && n.Tag != "!!str") {
+			d.fail(n, path, "%q is not a number", s)
+			return
+		}
+		v.SetFloat(f)
 	case v.Kind() == reflect.Bool:
 		s, err := scalar(n)
 		if err != nil {
@@ -599,6 +623,12 @@ func (c *Config) validate(file string, lines map[string]int) error {
 	between("api.queue_depth", c.API.QueueDepth, 1, 65536)
 	between("engine.max_sequences", c.Engine.MaxSequences, 1, 64)
 	between("engine.prefill_chunk", c.Engine.PrefillChunk, 16, 8192)
+	if f := c.Engine.DecodeSlowdown; f != 0 && (f < 1.1 || f > 100) {
+		bad("engine.decode_slowdown", "must be 0 (off) or between 1.1 and 100 (times a decode-only pass), got %g", f)
+	}
+	if b := c.Engine.MemoryBudget; b < 0 || b > 0 && b < MiB {
+		bad("engine.memory_budget", "must be 0 (from the memory available at start) or at least 1MiB, got %s", b)
+	}
 	if c.API.MaxBodyBytes < KiB {
 		bad("api.max_body_bytes", "must be at least 1KiB, got %s", c.API.MaxBodyBytes)
 	}

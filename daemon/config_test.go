@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgellmd/edgellmd/engine"
 )
 
 func TestDefaultsWithEmptyOrCommentOnlyFile(t *testing.T) {
@@ -71,6 +73,8 @@ model:
 engine:
   max_sequences: 8
   prefill_chunk: 512
+  decode_slowdown: 3
+  memory_budget: 8GiB
 cache:
   dir: /srv/cache
   max_bytes: 12GiB
@@ -111,7 +115,7 @@ log:
 	want := Config{
 		Listen: "0.0.0.0:9000",
 		Model:  ModelConfig{Path: "/models/qwen.gguf", Name: "qwen3.6-27b", Aliases: []string{"gpt-4o-mini", "Qwen/Qwen3.6-27B"}, ContextLength: 32768, Threads: 12, KVType: "fp8", Activations: "nvfp4", Device: "gpu:1"},
-		Engine: EngineConfig{MaxSequences: 8, PrefillChunk: 512},
+		Engine: EngineConfig{MaxSequences: 8, PrefillChunk: 512, DecodeSlowdown: 3, MemoryBudget: 8 * GiB},
 		Cache:  CacheConfig{Dir: "/srv/cache", MaxBytes: 12 * GiB, MaxDiskBytes: 100_000_000_000, Persist: false},
 		Draft:  DraftConfig{Mode: "tree", Steps: 6, TopK: 8, VerifyNodes: 32, Drafters: []string{"suffix"}},
 		Power:  PowerConfig{Pin: "MAXN_SUPER", JetsonClocks: true, CheckInterval: Duration(90 * time.Second), Repin: false},
@@ -214,6 +218,13 @@ func TestBadValuesNameTheKey(t *testing.T) {
 		{"connections zero", "api:\n  max_connections: 0\n", []string{"api.max_connections: must be between 1 and 1048576, got 0"}},
 		{"per client over total", "api:\n  max_connections: 10\n  max_connections_per_client: 11\n",
 			[]string{"b.yaml:3: api.max_connections_per_client: must be between 1 and api.max_connections (10), got 11"}},
+		{"decode slowdown below 1.1", "engine:\n  decode_slowdown: 1\n", []string{"b.yaml:2: engine.decode_slowdown: must be 0 (off) or between 1.1 and 100 (times a decode-only pass), got 1"}},
+		{"decode slowdown negative", "engine:\n  decode_slowdown: -2.5\n", []string{"engine.decode_slowdown: must be 0 (off) or between 1.1 and 100"}},
+		{"decode slowdown not a number", "engine:\n  decode_slowdown: fast\n", []string{`b.yaml:2: engine.decode_slowdown: "fast" is not a number`}},
+		{"decode slowdown not finite", "engine:\n  decode_slowdown: .inf\n", []string{`engine.decode_slowdown: ".inf" is not a number`}},
+		{"memory budget tiny", "engine:\n  memory_budget: 512KiB\n", []string{"b.yaml:2: engine.memory_budget: must be 0 (from the memory available at start) or at least 1MiB, got 512KiB"}},
+		{"memory budget not a size", "engine:\n  memory_budget: lots\n", []string{`b.yaml:2: engine.memory_budget: "lots" is not a size (use e.g. 8GiB`}},
+		{"memory budget negative", "engine:\n  memory_budget: -8GiB\n", []string{`engine.memory_budget: "-8GiB": a size must not be negative`}},
 		{"log level", "log:\n  level: loud\n", []string{`b.yaml:2: log.level: "loud" is not one of trace, debug, info, warn, error`}},
 		{"log format", "log:\n  format: xml\n", []string{`log.format: "xml" is not one of auto, json, console`}},
 	}
@@ -407,5 +418,30 @@ func TestBundledModelLookup(t *testing.T) {
 	}
 	if servedName("mine", "/a/b.gguf") != "mine" {
 		t.Error("model.name not used")
+	}
+}
+
+// engine.memory_budget takes a size or a number of bytes; engine.decode_slowdown
+// a number, 0 turning it off.
+func TestEngineMemoryAndSlowdown(t *testing.T) {
+	for _, c := range []struct {
+		src      string
+		budget   Size
+		slowdown float64
+	}{
+		{"engine:\n  memory_budget: 8GiB\n", 8 * GiB, engine.DefaultDecodeSlowdown},
+		{"engine:\n  memory_budget: 1.5 GB\n", 1_500_000_000, engine.DefaultDecodeSlowdown},
+		{"engine:\n  memory_budget: 2147483648\n", 2 * GiB, engine.DefaultDecodeSlowdown},
+		{"engine:\n  memory_budget: 0\n  decode_slowdown: 0\n", 0, 0},
+		{"engine:\n  decode_slowdown: 4\n", 0, 4},
+		{"engine:\n  decode_slowdown: \"1.5\"\n", 0, 1.5},
+	} {
+		cfg, err := ParseConfig("e.yaml", []byte(c.src))
+		if err != nil {
+			t.Fatalf("%q: %v", c.src, err)
+		}
+		if cfg.Engine.MemoryBudget != c.budget || cfg.Engine.DecodeSlowdown != c.slowdown {
+			t.Errorf("%q: memory_budget %d, decode_slowdown %g; want %d, %g", c.src, cfg.Engine.MemoryBudget, cfg.Engine.DecodeSlowdown, c.budget, c.slowdown)
+		}
 	}
 }

@@ -477,7 +477,8 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 	kv, act := engine.KVTypeNames[cfg.Model.KVType], engine.ActivationNames[cfg.Model.Activations] // validated
 	opt := engine.Options{Threads: cfg.Model.Threads, KVType: kv, Activations: act, ContextLen: cfg.Model.ContextLength,
 		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Device: cfg.Model.Device,
-		MaxSequences: cfg.Engine.MaxSequences, PrefillChunk: cfg.Engine.PrefillChunk, Log: d.log}
+		MaxSequences: cfg.Engine.MaxSequences, PrefillChunk: cfg.Engine.PrefillChunk, DecodeSlowdown: cfg.Engine.DecodeSlowdown,
+		MemoryBudget: int64(cfg.Engine.MemoryBudget), Log: d.log}
 	if cfg.Cache.Persist {
 		opt.CacheDir, opt.CacheMaxDiskBytes = cfg.Cache.Dir, int64(cfg.Cache.MaxDiskBytes)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +16,9 @@ import (
 // gathers the forward passes the running sequences ask for and runs them
 // as one (model.ForwardMulti), so that a decode step reads the weights
 // once for every sequence, and it runs their other model work (state
-// commits, the MTP head, snapshots) one at a time between passes.
+// commits, the MTP head, snapshots) one at a time between passes. A
+// prompt chunk beside others' decode steps is cut to the pass's token
+// budget (passcost.go).
 
 // gatherWait bounds how long a pass waits for the running sequences that
 // have not asked for theirs yet (they are sampling, or doing other work
@@ -26,15 +29,22 @@ const gatherWait = 2 * time.Millisecond
 const maxBatchStat = 16
 
 type batcher struct {
-	m       model.Model
-	reqs    chan *fwdReq
-	quit    chan struct{}
-	done    chan struct{}
-	active  atomic.Int32 // sequences in a generation: their next pass is coming
-	free    sync.Pool    // of *fwdReq, with their reply channels: no allocation per pass
-	seqs    []model.SeqBatch
-	stats   BatchStats
-	statsMu chan struct{} // a one-slot lock for stats (read by the metrics)
+	m model.Model
+	// slowdown is Options.DecodeSlowdown (0: no budget); cost predicts
+	// passes for it.
+	slowdown float64
+	cost     *passCost
+	credit   float64   // seconds of prompt work the passes a chunk sat out saved for it (budget)
+	keep     []*fwdReq // budget's scratch: the requests a pass runs, and those it holds back
+	held     []*fwdReq
+	reqs     chan *fwdReq
+	quit     chan struct{}
+	done     chan struct{}
+	active   atomic.Int32 // sequences in a generation: their next pass is coming
+	free     sync.Pool    // of *fwdReq, with their reply channels: no allocation per pass
+	seqs     []model.SeqBatch
+	stats    BatchStats
+	statsMu  chan struct{} // a one-slot lock for stats (read by the metrics)
 }
 
 // BatchStats count the forward passes the batcher ran.
@@ -44,19 +54,29 @@ type BatchStats struct {
 	// entry: maxBatchStat or more).
 	BySize [maxBatchStat]int64
 	// PrefillChunks are the prompt chunks run (each in a pass, possibly
-	// beside other sequences' decode steps).
-	PrefillChunks int64
+	// beside other sequences' decode steps), PrefillTokens their tokens;
+	// BudgetedChunks those the per-pass token budget cut short, HeldChunks
+	// the passes a chunk sat out for it.
+	PrefillChunks  int64
+	PrefillTokens  int64
+	BudgetedChunks int64
+	HeldChunks     int64
 }
 
 type fwdReq struct {
 	seq     model.SeqBatch
 	fn      func() error // exclusive work instead of a pass
 	prefill bool
+	floor   int // a prompt chunk's smallest piece (pieceFloor)
+	ran     int // the tokens of seq that ran (a prompt chunk may be cut)
 	err     chan error
 }
 
-func newBatcher(m model.Model) *batcher {
-	b := &batcher{m: m, reqs: make(chan *fwdReq), quit: make(chan struct{}), done: make(chan struct{}), statsMu: make(chan struct{}, 1)}
+func newBatcher(m model.Model, slowdown, keyCost float64) *batcher {
+	if slowdown <= 1 {
+		slowdown = 0
+	}
+	b := &batcher{m: m, slowdown: slowdown, cost: newPassCost(keyCost), reqs: make(chan *fwdReq), quit: make(chan struct{}), done: make(chan struct{}), statsMu: make(chan struct{}, 1)}
 	go b.run() // owned: close waits for it
 	return b
 }
@@ -69,30 +89,44 @@ func (b *batcher) close() {
 // errEngineClosed answers work sent after close.
 var errEngineClosed = errors.New("engine: closed")
 
-func (b *batcher) send(seq model.SeqBatch, prefill bool, fn func() error) error {
+func (b *batcher) send(seq model.SeqBatch, prefill bool, floor int, fn func() error) (ran int, err error) {
 	r, _ := b.free.Get().(*fwdReq)
 	if r == nil {
 		r = &fwdReq{err: make(chan error, 1)}
 	}
-	r.seq, r.prefill, r.fn = seq, prefill, fn
-	var err error
+	r.seq, r.prefill, r.floor, r.fn, r.ran = seq, prefill, floor, fn, len(seq.Batch.Tokens)
 	select {
 	case b.reqs <- r:
 		err = <-r.err
+		ran = r.ran
 	case <-b.quit:
 		err = errEngineClosed
 	}
 	*r = fwdReq{err: r.err}
 	b.free.Put(r)
-	return err
+	return ran, err
 }
 
 // pass runs one sequence's forward pass, with those of the others that are
 // ready.
-func (b *batcher) pass(sb model.SeqBatch, prefill bool) error { return b.send(sb, prefill, nil) }
+func (b *batcher) pass(sb model.SeqBatch) error {
+	_, err := b.send(sb, false, 0, nil)
+	return err
+}
+
+// prefill runs a prompt chunk (a chain) in a pass, with the others' steps
+// that are ready, and returns how many of its tokens ran: its first ones,
+// all of them unless the pass's token budget cut the chunk, into pieces of
+// floor tokens at least (the one that ran and the rest).
+func (b *batcher) prefill(sb model.SeqBatch, floor int) (ran int, err error) {
+	return b.send(sb, true, floor, nil)
+}
 
 // do runs fn on the batcher's goroutine, between passes.
-func (b *batcher) do(fn func() error) error { return b.send(model.SeqBatch{}, false, fn) }
+func (b *batcher) do(fn func() error) error {
+	_, err := b.send(model.SeqBatch{}, false, 0, fn)
+	return err
+}
 
 func (b *batcher) run() {
 	defer close(b.done)
@@ -100,15 +134,17 @@ func (b *batcher) run() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
-		select {
-		case r := <-b.reqs:
-			if r.fn != nil {
-				r.err <- r.fn()
-				continue
+		if len(pending) == 0 { // else a prompt chunk held back from the last pass
+			select {
+			case r := <-b.reqs:
+				if r.fn != nil {
+					r.err <- r.fn()
+					continue
+				}
+				pending = append(pending, r)
+			case <-b.quit:
+				return
 			}
-			pending = append(pending, r)
-		case <-b.quit:
-			return
 		}
 		// Wait for the other running sequences' passes, a little.
 		timer.Reset(gatherWait)
@@ -131,22 +167,104 @@ func (b *batcher) run() {
 			}
 		}
 		timer.Stop()
-		b.runPass(pending)
+		held := b.runPass(pending)
 		clear(pending)
-		pending = pending[:0]
+		pending = append(pending[:0], held...)
 	}
 }
 
-// runPass runs the pending sequences' batches in one pass. A sequence
-// whose batch is refused (nothing of the pass ran) gets its error and the
-// others run without it.
-func (b *batcher) runPass(reqs []*fwdReq) {
+// budget cuts the prompt chunks of a pass while other sequences decode
+// (the pass's own, or running ones that missed it: their next step waits
+// for this pass all the same) to what the cost model says keeps the pass
+// within slowdown times a decode-only pass; a cut leaves pieces of at
+// least the request's floor, the one that runs and the rest.
+//
+// When even the smallest piece costs more than a pass may add (on a CPU:
+// a long prompt's attention, or an F16 cache's floor of 64 tokens), the
+// chunk sits out passes of the others' decode steps, each adding its
+// allowance to credit, until the allowance of this pass and the credit
+// cover the piece: the decoding sequences' mean time per token stays
+// within slowdown, their slowest steps do not. Before any decode-only
+// pass was measured the chunks sit one pass out (it measures one).
+// Chunks held back are returned, the rest of reqs kept in place.
+func (b *batcher) budget(reqs []*fwdReq) (run, held []*fwdReq) {
+	prefills := 0
+	for _, r := range reqs {
+		if r.prefill {
+			prefills++
+		}
+	}
+	decoders := max(len(reqs)-prefills, int(b.active.Load())-prefills)
+	if b.slowdown == 0 || prefills == 0 || decoders <= 0 {
+		b.credit = 0
+		return reqs, nil
+	}
+	held = b.held[:0]
+	canHold := len(reqs) > prefills // the pass has decode steps to run without the chunks
+	fixed := b.cost.fixed(decoders)
+	allow := (b.slowdown - 1) * fixed
+	left := allow + b.credit
+	for _, r := range reqs {
+		if !r.prefill {
+			continue
+		}
+		bt := &r.seq.Batch
+		n, pos := len(bt.Tokens), 0
+		if n > 0 {
+			pos = int(bt.Pos[0])
+		}
+		k := b.cost.chunk(n, pos, max(r.floor, 1), left)
+		cost, known := b.cost.extra(k, pos)
+		if canHold && (fixed == 0 || known && cost > left) {
+			held = append(held, r)
+			b.held = held
+			continue
+		}
+		if k < n {
+			bt.Tokens, bt.Pos, bt.Parent = bt.Tokens[:k], bt.Pos[:k], bt.Parent[:k]
+			r.ran = k
+			b.stats.BudgetedChunks++ // the batcher's goroutine; count() takes the lock for readers
+		}
+		left -= cost
+	}
+	if len(held) == 0 {
+		b.credit = 0 // what a piece left unused is not saved: the pass took less
+		return reqs, nil
+	}
+	b.credit = max(left, 0)
+	b.stats.HeldChunks += int64(len(held))
+	run = b.keep[:0]
+	for _, r := range reqs {
+		if !slices.Contains(held, r) {
+			run = append(run, r)
+		}
+	}
+	b.keep = run
+	return run, held
+}
+
+// runPass runs the pending sequences' batches in one pass and returns the
+// prompt chunks held back for the next one (budget). A sequence whose
+// batch is refused (nothing of the pass ran) gets its error and the others
+// run without it.
+func (b *batcher) runPass(reqs []*fwdReq) (held []*fwdReq) {
+	b.statsMu <- struct{}{}
+	reqs, held = b.budget(reqs)
+	<-b.statsMu
 	for len(reqs) > 0 {
 		b.seqs = b.seqs[:0]
+		tokens, keys, prefills := 0, 0.0, 0
 		for _, r := range reqs {
 			b.seqs = append(b.seqs, r.seq)
+			if r.prefill && len(r.seq.Batch.Tokens) > 0 {
+				prefills++
+				tokens += len(r.seq.Batch.Tokens)
+				keys += chunkKeys(len(r.seq.Batch.Tokens), int(r.seq.Batch.Pos[0]))
+			}
 		}
+		t0 := time.Now()
 		err := model.ForwardMulti(b.m, b.seqs)
+		el := time.Since(t0)
 		var se *model.SeqError
 		if errors.As(err, &se) && se.Index >= 0 && se.Index < len(reqs) && len(reqs) > 1 {
 			reqs[se.Index].err <- se.Err
@@ -156,13 +274,17 @@ func (b *batcher) runPass(reqs []*fwdReq) {
 		if se != nil {
 			err = se.Err
 		}
+		if err == nil {
+			b.cost.observe(len(reqs)-prefills, tokens, keys, el)
+		}
 		b.count(reqs)
 		for _, r := range reqs {
 			r.err <- err
 		}
 		clear(b.seqs) // drop the states and buffers until the next pass
-		return
+		return held
 	}
+	return held
 }
 
 func (b *batcher) count(reqs []*fwdReq) {
@@ -172,6 +294,7 @@ func (b *batcher) count(reqs []*fwdReq) {
 	for _, r := range reqs {
 		if r.prefill {
 			b.stats.PrefillChunks++
+			b.stats.PrefillTokens += int64(r.ran)
 		}
 	}
 	<-b.statsMu
@@ -196,7 +319,7 @@ func (p batchedModel) Forward(st model.State, bt model.Batch, logits []float32) 
 }
 
 func (p batchedModel) ForwardHidden(st model.State, bt model.Batch, logits, hidden []float32) error {
-	return p.b.pass(model.SeqBatch{State: rawState(st), Batch: bt, Logits: logits, Hidden: hidden}, false)
+	return p.b.pass(model.SeqBatch{State: rawState(st), Batch: bt, Logits: logits, Hidden: hidden})
 }
 
 func (p batchedModel) NewState(n int) model.State {

@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,23 +97,48 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeBesidePrefill: the TPOT of two decoding requests alone,
-// and while a 2,048-token prompt arrives and is prefilled in chunks
-// (Options.PrefillChunk 256 and 32) in the same passes; prefill-s is how
-// long that prompt took.
+// besidePrompt is the long prompt of BenchmarkDecodeBesidePrefill (the
+// issue's goal speaks of 16k tokens; 4k keeps a run within minutes here).
+var besidePrompt = flag.Int("beside-prompt", 4096, "BenchmarkDecodeBesidePrefill: tokens of the long prompt")
+
+// BenchmarkDecodeBesidePrefill: two requests decode alone (long-prompt=false:
+// their TPOT without a prefill), and while a long prompt (-beside-prompt
+// tokens) arrives and is prefilled (long-prompt=true: the TPOT of the steps
+// taken during that prefill, and the prompt's prefill rate), with fixed
+// chunks of 256 and 32 tokens (slowdown=0) and with the per-pass token
+// budget (engine.decode_slowdown 2.5, chunks of at most 256), over an F16
+// KV cache (whose chunks of 64 tokens or more are cut into pieces of 64 at
+// least, to keep the output: pieceFloor) and an FP8 one (pieces of 4).
+// The TPOT figures are over the steps' intervals (tpot-mean-ms: their
+// mean, what a request's TPOT is); besideX is the mean beside the prefill
+// over the mean alone, p90-besideX the same for p90.
 func BenchmarkDecodeBesidePrefill(b *testing.B) {
 	path := benchModelQ8(b)
-	for _, chunk := range []int{256, 32} {
-		e, err := Load(path, Options{Threads: 2, KVType: tensor.F16, ContextLen: 4096, MaxSequences: 4, PrefillChunk: chunk, Log: zerolog.Nop()})
+	for _, c := range []struct {
+		kv       tensor.DType
+		chunk    int
+		slowdown float64
+	}{{tensor.F16, 256, 0}, {tensor.F16, 256, DefaultDecodeSlowdown}, {tensor.E4M3, 256, DefaultDecodeSlowdown}, {tensor.F16, 32, 0}} {
+		// The decoding requests go on until the long prompt's first token:
+		// beside the budget that may be as many tokens as the prompt has.
+		e, err := Load(path, Options{Threads: 2, KVType: c.kv, ContextLen: 2**besidePrompt + 1024, MaxSequences: 4, PrefillChunk: c.chunk,
+			DecodeSlowdown: c.slowdown, MemoryBudget: -1, Log: zerolog.Nop()})
 		if err != nil {
 			b.Fatal(err)
 		}
 		s := NewScheduler(e, 16)
 		ctx, stop := context.WithCancel(context.Background())
 		go s.Run(ctx)
+		var alone [2]float64 // mean and p90
 		for _, long := range []bool{false, true} {
-			b.Run(fmt.Sprintf("chunk=%d/long-prompt=%v", chunk, long), func(b *testing.B) {
-				benchBesidePrefill(b, s, long)
+			b.Run(fmt.Sprintf("kv=%v/chunk=%d/slowdown=%g/long-prompt=%v", c.kv, c.chunk, c.slowdown, long), func(b *testing.B) {
+				mean, p90 := benchBesidePrefill(b, s, long)
+				if !long {
+					alone = [2]float64{mean, p90}
+				} else if alone[0] > 0 {
+					b.ReportMetric(mean/alone[0], "besideX")
+					b.ReportMetric(p90/alone[1], "p90-besideX")
+				}
 			})
 		}
 		stop()
@@ -120,12 +147,18 @@ func BenchmarkDecodeBesidePrefill(b *testing.B) {
 	}
 }
 
-func benchBesidePrefill(b *testing.B, s *Scheduler, long bool) {
+// benchBesidePrefill runs the benchmark's requests and returns the TPOT
+// mean and p90 in ms.
+func benchBesidePrefill(b *testing.B, s *Scheduler, long bool) (mean, p90 float64) {
 	var tpots []time.Duration
 	var prefill time.Duration
+	prefillTokens := 0
 	for it := 0; it < b.N; it++ {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
+		var t0, tFirst atomic.Int64 // the long prompt's submit and first token, unix ns
+		longDone := make(chan struct{})
+		decoding := make(chan struct{}, 2)
 		for i := range 2 {
 			wg.Add(1)
 			go func() {
@@ -133,8 +166,22 @@ func benchBesidePrefill(b *testing.B, s *Scheduler, long bool) {
 				prompt := BenchPrompt(16)
 				prompt[1] = int32(3 + (60+i+7*it)%250)
 				var times []time.Time
-				_, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 48, IgnoreEOS: true}, func(Token) error {
+				maxTokens := 48
+				if long {
+					maxTokens = *besidePrompt + 1000 // until the long prompt's first token
+				}
+				_, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: maxTokens, IgnoreEOS: true}, func(Token) error {
 					times = append(times, time.Now())
+					if len(times) == 2 {
+						decoding <- struct{}{}
+					}
+					if long {
+						select {
+						case <-longDone:
+							return ErrStop
+						default:
+						}
+					}
 					return nil
 				})
 				if err != nil {
@@ -142,26 +189,29 @@ func benchBesidePrefill(b *testing.B, s *Scheduler, long bool) {
 				}
 				mu.Lock()
 				for k := 1; k < len(times); k++ {
+					if long && (times[k-1].UnixNano() < t0.Load() || times[k].UnixNano() > tFirst.Load()) {
+						continue // only the steps taken while the long prompt was prefilled
+					}
 					tpots = append(tpots, times[k].Sub(times[k-1]))
 				}
 				mu.Unlock()
 			}()
 		}
 		if long {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				time.Sleep(20 * time.Millisecond) // while the others decode
-				prompt := BenchPrompt(2048)
-				prompt[1] = int32(3 + (200+it)%250)
-				t0 := time.Now()
-				if _, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 1}, func(Token) error { return nil }); err != nil {
-					b.Error(err)
-				}
-				mu.Lock()
-				prefill += time.Since(t0)
-				mu.Unlock()
-			}()
+			<-decoding
+			<-decoding
+			prompt := BenchPrompt(*besidePrompt)
+			prompt[1] = int32(3 + (200+it)%250)
+			t0.Store(time.Now().UnixNano())
+			if _, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: 1}, func(Token) error {
+				tFirst.Store(time.Now().UnixNano())
+				return nil
+			}); err != nil {
+				b.Error(err)
+			}
+			close(longDone)
+			prefill += time.Duration(tFirst.Load() - t0.Load())
+			prefillTokens += len(prompt)
 		}
 		wg.Wait()
 	}
@@ -169,10 +219,19 @@ func benchBesidePrefill(b *testing.B, s *Scheduler, long bool) {
 		b.Fatal("no tokens")
 	}
 	slices.Sort(tpots)
-	b.ReportMetric(float64(tpots[len(tpots)/2].Microseconds())/1000, "tpot-p50-ms")
-	b.ReportMetric(float64(tpots[len(tpots)*9/10].Microseconds())/1000, "tpot-p90-ms")
-	b.ReportMetric(float64(tpots[len(tpots)-1].Microseconds())/1000, "tpot-max-ms")
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	var sum time.Duration
+	for _, d := range tpots {
+		sum += d
+	}
+	mean = ms(sum / time.Duration(len(tpots)))
+	b.ReportMetric(mean, "tpot-mean-ms")
+	b.ReportMetric(ms(tpots[len(tpots)/2]), "tpot-p50-ms")
+	b.ReportMetric(ms(tpots[len(tpots)*9/10]), "tpot-p90-ms")
+	b.ReportMetric(ms(tpots[len(tpots)-1]), "tpot-max-ms")
 	if long {
 		b.ReportMetric(prefill.Seconds()/float64(b.N), "prefill-s")
+		b.ReportMetric(float64(prefillTokens)/prefill.Seconds(), "prefill-tok/s")
 	}
+	return mean, ms(tpots[len(tpots)*9/10])
 }

@@ -52,6 +52,22 @@ type Options struct {
 	// PrefillChunk bounds the prompt tokens of one forward pass (<= 0:
 	// DefaultPrefillChunk).
 	PrefillChunk int
+	// DecodeSlowdown bounds a pass that carries a prompt chunk beside other
+	// sequences' decode steps to this multiple of a decode-only pass: the
+	// chunk is cut to the prompt tokens that fit, as the passes measure,
+	// in pieces that keep the output (pieceFloor); a piece that does not
+	// fit waits for passes that save up for it, so that the others' mean
+	// time per token stays within the multiple (batcher.budget,
+	// passcost.go). When nobody else decodes the chunk is PrefillChunk.
+	// 0 (or <= 1): off, chunks of PrefillChunk always.
+	DecodeSlowdown float64
+	// MemoryBudget bounds the bytes of the sequence states (KV rows and
+	// recurrent state, admit.go): a request starts only when its state fits
+	// beside the running ones', and one that can never fit fails with
+	// ErrMemory. 0: derived at Load from the memory available then, less
+	// the model's weights, CacheMaxBytes and a margin; < 0: no bound.
+	// Not applied on a GPU (its one sequence's state is made at Load).
+	MemoryBudget int64
 	Log          zerolog.Logger
 }
 
@@ -69,14 +85,23 @@ type Engine struct {
 	ctxLen int
 	// prefillChunk bounds a prompt's tokens per pass (Options.PrefillChunk).
 	prefillChunk int
+	kvType       tensor.DType // Options.KVType
 	log          zerolog.Logger
 	cache        *state.Cache // nil when off
-	// The sequence slots: at most len(slots) generations run at once.
+	// The sequence slots: at most len(slots) generations run at once,
+	// within the memory budget (admit.go).
 	slots  []*seq
-	avail  chan struct{} // one token per free slot
-	freeMu sync.Mutex
-	free   []*seq     // free slots, the last used last: a lone client keeps its slot (its drafter's memory)
-	gmu    sync.Mutex // guards gvocab and triggers
+	size   stateSize     // of a sequence state, by the tokens it holds
+	freeMu sync.Mutex    // guards free, freed, the slots' memory fields and the mem* fields
+	free   []*seq        // free slots, the last used last: a lone client keeps its slot (its drafter's memory)
+	freed  chan struct{} // closed (and replaced) when a slot is released
+	// memBudget bounds memUsed, the bytes of the slots' states (0: no
+	// bound); memWaiting are the requests waiting for memory now,
+	// memWaits those that ever did.
+	memBudget, memUsed int64
+	memWaiting         int
+	memWaits           int64
+	gmu                sync.Mutex // guards gvocab and triggers
 	// lastStep is when the last forward pass (prefill chunk or decode step)
 	// ended, in unix nanoseconds: the scheduler's liveness signal.
 	lastStep atomic.Int64
@@ -88,46 +113,109 @@ type Engine struct {
 // seq is one sequence slot: its state and what a generation on it keeps.
 // A slot is used by one generation (goroutine) at a time.
 type seq struct {
-	e       *Engine
-	state   model.State // the model's own state (seqState wraps it for the decoder)
-	logits  []float32
-	sampler *sample.Sampler
-	spec    *speculative.Decoder // made on first use; kept for its suffix memory
-	specCfg speculative.Config   // what spec is set to
-	hidden  []float32            // the last prompt token's hidden state, for the MTP drafter
-	top     [1]int32             // a greedy step's token (greedyModel)
+	e     *Engine
+	state model.State // the model's own state (seqState wraps it for the decoder)
+	// capTokens is what state holds (made for the request that needed
+	// it, nil until a request runs), stateBytes its memory, mtpBytes the
+	// MTP drafter's; busy while a generation runs on the slot; collect
+	// asks for a garbage collection before the next state is made (one was
+	// let go). Guarded by the engine's freeMu.
+	capTokens  int
+	stateBytes int64
+	mtpBytes   int64
+	busy       bool
+	collect    bool
+	logits     []float32
+	sampler    *sample.Sampler
+	spec       *speculative.Decoder // made on first use; kept for its suffix memory
+	specCfg    speculative.Config   // what spec is set to
+	hidden     []float32            // the last prompt token's hidden state, for the MTP drafter
+	top        [1]int32             // a greedy step's token (greedyModel)
 }
 
-// sequence returns the slot's state, emptied.
+// sequence returns the slot's state, emptied: made for capTokens tokens
+// when the slot has none (tryAcquire let the old one go).
 func (q *seq) sequence() model.State {
 	if q.state == nil {
-		q.state = q.e.model.NewState(q.e.ctxLen)
-		q.logits = make([]float32, q.e.model.Hyper().Vocab)
+		e := q.e
+		e.freeMu.Lock()
+		collect, n := q.collect, q.capTokens
+		q.collect = false
+		e.freeMu.Unlock()
+		if collect {
+			collectGarbage()
+		}
+		q.state = e.model.NewState(n)
+		if q.logits == nil {
+			q.logits = make([]float32, e.model.Hyper().Vocab)
+		}
 	}
 	q.state.Reset()
 	return q.state
 }
 
-// acquire takes a free sequence slot, waiting for one while every slot
-// runs a generation.
+// acquire takes a free sequence slot with a state of the whole context
+// (for benchmarks), waiting as admit does.
 func (e *Engine) acquire(ctx context.Context) (*seq, error) {
-	select {
-	case <-e.avail:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	return e.admit(ctx, Request{Prompt: []int32{0}})
+}
+
+// admit takes a free sequence slot whose state for req fits the memory
+// budget, waiting while every slot runs a generation or memory is short.
+// The scheduler does not wait here: it picks what to start from its own
+// queue (Scheduler.dispatch).
+func (e *Engine) admit(ctx context.Context, req Request) (*seq, error) {
+	waiting := false
+	defer func() {
+		if waiting {
+			e.freeMu.Lock()
+			e.memWaiting--
+			e.freeMu.Unlock()
+		}
+	}()
+	for {
+		e.freeMu.Lock()
+		q, short, err := e.tryAcquire(req)
+		if short != waiting {
+			waiting = short
+			if short {
+				e.memWaiting++
+				e.memWaits++
+			} else {
+				e.memWaiting--
+			}
+		}
+		freed := e.freed
+		e.freeMu.Unlock()
+		if q != nil || err != nil {
+			return q, err
+		}
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	e.freeMu.Lock()
-	defer e.freeMu.Unlock()
-	q := e.free[len(e.free)-1]
-	e.free = e.free[:len(e.free)-1]
-	return q, nil
 }
 
 func (e *Engine) release(q *seq) {
 	e.freeMu.Lock()
+	q.busy = false
+	if q.spec == nil && q.mtpBytes > 0 { // no drafter was made after all
+		e.memUsed -= q.mtpBytes
+		q.mtpBytes = 0
+	}
 	e.free = append(e.free, q)
+	close(e.freed)
+	e.freed = make(chan struct{})
 	e.freeMu.Unlock()
-	e.avail <- struct{}{}
+}
+
+// released returns a channel closed at the next release of a slot.
+func (e *Engine) released() <-chan struct{} {
+	e.freeMu.Lock()
+	defer e.freeMu.Unlock()
+	return e.freed
 }
 
 // MaxSequences is how many generations the engine runs at once.
@@ -185,17 +273,25 @@ func Load(path string, opt Options) (*Engine, error) {
 	if pl.dev != nil {
 		nseq = 1 // one sequence's state on the device (no multi-sequence pass there yet)
 	}
-	bat := newBatcher(m)
-	e := &Engine{path: path, file: f, pool: pool, model: batchedModel{m, bat}, base: m, bat: bat, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log,
-		avail: make(chan struct{}, nseq), prefillChunk: opt.PrefillChunk}
-	if e.prefillChunk <= 0 {
-		e.prefillChunk = DefaultPrefillChunk
+	prefillChunk := opt.PrefillChunk
+	if prefillChunk <= 0 {
+		prefillChunk = DefaultPrefillChunk
 	}
+	bat := newBatcher(m, opt.DecodeSlowdown, keyCostOf(m.Hyper(), linearWeights(f, m.Hyper().Layers)))
+	e := &Engine{path: path, file: f, pool: pool, model: batchedModel{m, bat}, base: m, bat: bat, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log,
+		prefillChunk: prefillChunk, kvType: opt.KVType, size: newStateSize(m.Hyper(), opt.KVType), freed: make(chan struct{})}
 	for range nseq {
 		q := &seq{e: e}
 		e.slots = append(e.slots, q)
 		e.free = append(e.free, q)
-		e.avail <- struct{}{}
+	}
+	var memAvailable int64
+	if pl.dev == nil {
+		e.memBudget, memAvailable, err = memoryBudget(opt, e.weightBytes(), e.size.bytes(ctxLen))
+		if err != nil {
+			e.Close()
+			return nil, err
+		}
 	}
 	if pl.dev != nil {
 		// The sequence's KV cache and scratch on the device, made now: a
@@ -203,6 +299,7 @@ func Load(path string, opt Options) (*Engine, error) {
 		// request's.
 		q := e.slots[0]
 		q.state = m.NewState(ctxLen)
+		q.capTokens = ctxLen
 		q.logits = make([]float32, m.Hyper().Vocab)
 		if se, ok := q.state.(interface{ Err() error }); ok && se.Err() != nil {
 			e.Close()
@@ -215,7 +312,19 @@ func Load(path string, opt Options) (*Engine, error) {
 		ev = ev.Str("driver", dev.Driver).Int64("device_memory_bytes", dev.MemoryTotalBytes).
 			Int64("device_memory_used_bytes", dev.MemoryUsedBytes)
 	}
-	ev.Int("threads", pool.Threads()).Int("context", ctxLen).Int64("cache_max_bytes", max(opt.CacheMaxBytes, 0)).Msg("model loaded")
+	ev = ev.Int("threads", pool.Threads()).Int("context", ctxLen).Int64("cache_max_bytes", max(opt.CacheMaxBytes, 0)).Int("max_sequences", nseq)
+	if e.memBudget > 0 {
+		ev = ev.Int64("memory_budget_bytes", e.memBudget).Int64("sequence_bytes_full_context", e.size.bytes(ctxLen))
+		if memAvailable > 0 {
+			ev = ev.Int64("memory_available_bytes", memAvailable)
+		}
+	}
+	ev.Msg("model loaded")
+	if full := e.size.bytes(ctxLen); e.memBudget > 0 && full*int64(nseq) > e.memBudget {
+		opt.Log.Info().Int64("memory_budget_bytes", e.memBudget).Int64("sequence_bytes_full_context", full).
+			Int("full_context_sequences", int(e.memBudget/full)).Int("max_sequences", nseq).
+			Msg("memory budget: fewer sequences of the whole context than max_sequences fit at once; requests wait for memory (shorter ones fit more)")
+	}
 	if err := e.SetDraft(opt.Draft); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -355,11 +464,17 @@ var ErrContextFull = errors.New("prompt does not fit the context")
 // An error from emit or ctx stops the generation and is returned, except
 // ErrStop, which ends it with finish reason "stop".
 func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) error) (Result, error) {
-	q, err := e.acquire(ctx)
+	q, err := e.admit(ctx, req)
 	if err != nil {
 		return Result{Prompt: req.Prompt, Draft: "off"}, err
 	}
 	defer e.release(q)
+	return e.generateOn(ctx, q, req, emit)
+}
+
+// generateOn is Generate on slot q, which tryAcquire took for req; the
+// caller releases q.
+func (e *Engine) generateOn(ctx context.Context, q *seq, req Request, emit func(Token) error) (Result, error) {
 	e.bat.active.Add(1)
 	defer e.bat.active.Add(-1)
 	return q.generate(ctx, req, emit)
@@ -521,6 +636,12 @@ func growF32(s []float32, n int) []float32 {
 // with the other sequences' decode steps and scratch stays small.
 const DefaultPrefillChunk = 256
 
+// DefaultDecodeSlowdown is engine.decode_slowdown's default (the daemon's;
+// Options.DecodeSlowdown's zero value is off): a pass carrying a prompt
+// chunk beside decode steps may take 2.5 times a decode-only pass, which
+// keeps the others' TPOT within the 3x.
+const DefaultDecodeSlowdown = 2.5
+
 // DefaultMaxSequences is Options.MaxSequences's default.
 const DefaultMaxSequences = 4
 
@@ -545,9 +666,10 @@ func (q *seq) restore(st model.State, prompt []int32) int {
 }
 
 // prefill runs prompt from the state's length on, in chunks of at most
-// prefillChunk tokens that also end at each publish position, where it
-// publishes a snapshot to the prefix cache. hidden, when not nil, receives
-// the last prompt token's final hidden state (for the MTP drafter).
+// prefillChunk tokens (fewer where the batcher's budget cuts them) that
+// also end at each publish position, where it publishes a snapshot to the
+// prefix cache. hidden, when not nil, receives the last prompt token's
+// final hidden state (for the MTP drafter).
 func (q *seq) prefill(ctx context.Context, prompt []int32, publishAt []int, hidden []float32) error {
 	e := q.e
 	var stops []int
@@ -559,27 +681,37 @@ func (q *seq) prefill(ctx context.Context, prompt []int32, publishAt []int, hidd
 		}
 		slices.Sort(stops)
 	}
+	// The chunks are those of prefillChunk tokens from the state's length
+	// on, ending at the publish positions too (as without a budget: output
+	// does not depend on the other sequences); the batcher may run one in
+	// pieces (its per-pass budget beside other sequences' decode steps),
+	// of sizes that keep each token's arithmetic (pieceFloor).
+	refEnd, floor := q.state.Len(), 0
 	for start := q.state.Len(); start < len(prompt); {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		end := min(start+e.prefillChunk, len(prompt))
-		publish := len(stops) > 0 && stops[0] <= end
-		if publish {
-			end = stops[0]
-			stops = stops[1:]
-			for len(stops) > 0 && stops[0] == end {
-				stops = stops[1:]
+		if start == refEnd {
+			refEnd = min(start+e.prefillChunk, len(prompt))
+			if len(stops) > 0 && stops[0] < refEnd {
+				refEnd = stops[0]
 			}
+			floor = pieceFloor(e.kvType, refEnd-start)
 		}
 		var h []float32
-		if end == len(prompt) {
+		if refEnd == len(prompt) {
 			h = hidden
 		}
-		if err := e.bat.pass(model.SeqBatch{State: q.state, Batch: model.ChainBatch(prompt[start:end], start, false), Logits: q.logits, Hidden: h}, true); err != nil {
+		ran, err := e.bat.prefill(model.SeqBatch{State: q.state, Batch: model.ChainBatch(prompt[start:refEnd], start, false), Logits: q.logits, Hidden: h}, floor)
+		if err != nil {
 			return err
 		}
+		end := start + ran
 		e.lastStep.Store(time.Now().UnixNano())
+		publish := len(stops) > 0 && stops[0] == end
+		for len(stops) > 0 && stops[0] <= end {
+			stops = stops[1:]
+		}
 		if publish {
 			if err := e.bat.do(func() error { _, err := e.cache.Publish(prompt[:end], q.state); return err }); err != nil {
 				e.log.Error().Err(err).Int("tokens", end).Msg("prefix cache: publish failed")

@@ -22,23 +22,33 @@ var ErrStop = errors.New("stop")
 
 // Scheduler puts the engine behind a bounded FIFO queue: requests start in
 // arrival order, up to the engine's MaxSequences at once (their steps
-// share forward passes); when the queue is full, Submit fails at once with
+// share forward passes) and as many as the sequence memory budget holds
+// (admit.go); when the queue is full, Submit fails at once with
 // ErrQueueFull rather than letting clients wait without bound. A request
 // whose client leaves while it waits (its context ends) leaves the queue
 // at once, freeing its place.
+//
+// Fairness when memory is short: the oldest request that does not fit now
+// waits at the head; requests behind it that do fit may start before it
+// (a big prompt does not leave the box idle), but at most MaxSequences of
+// them while it waits there; after that nothing starts before it. As it
+// fits the budget alone (else it failed with ErrMemory at once), it starts
+// once enough running sequences end: no request waits forever.
 type Scheduler struct {
 	eng      *Engine
 	depth    int
-	ready    chan struct{} // a job was queued (buffered: one wake-up waits)
+	ready    chan struct{} // a job was queued or left the queue (buffered: one wake-up waits); a slot's release wakes Run too
 	done     chan struct{}
 	running  atomic.Int32
-	lastBeat atomic.Int64  // unix nanoseconds of the worker's last sign of life
-	slots    chan struct{} // one per running generation
+	lastBeat atomic.Int64 // unix nanoseconds of the worker's last sign of life
 	wg       sync.WaitGroup
 
 	mu      sync.Mutex
 	queue   list.List // of *job, oldest first
 	stopped bool      // Run has ended: Submit refuses
+	// memShort are the queued jobs the last dispatch found short of
+	// memory (its share of the engine's memWaiting).
+	memShort int
 	// observe, when set (tests, before Run), is called with mu held after
 	// every change of the queue.
 	observe func()
@@ -50,6 +60,11 @@ type job struct {
 	emit func(Token) error
 	res  chan jobResult
 	elem *list.Element // in the queue; nil once the worker took it or it left
+	// passed counts the requests that started before this one while it
+	// waited for memory; short: it did wait for memory (guarded by the
+	// scheduler's mu).
+	passed int
+	short  bool
 }
 
 type jobResult struct {
@@ -60,8 +75,7 @@ type jobResult struct {
 // NewScheduler returns a scheduler for e whose queue holds queueDepth
 // waiting requests (at least 1). Run must be called to start the worker.
 func NewScheduler(e *Engine, queueDepth int) *Scheduler {
-	s := &Scheduler{eng: e, depth: max(queueDepth, 1), ready: make(chan struct{}, 1), done: make(chan struct{}),
-		slots: make(chan struct{}, e.MaxSequences())}
+	s := &Scheduler{eng: e, depth: max(queueDepth, 1), ready: make(chan struct{}, 1), done: make(chan struct{})}
 	s.lastBeat.Store(time.Now().UnixNano())
 	return s
 }
@@ -77,65 +91,92 @@ func (s *Scheduler) Run(ctx context.Context) {
 	beat := time.NewTicker(time.Second)
 	defer beat.Stop()
 	for {
+		released := s.eng.released() // before dispatch: a slot freed meanwhile wakes the select
+		s.dispatch()
 		select {
 		case <-ctx.Done():
 			return
 		case <-beat.C:
 			s.lastBeat.Store(time.Now().UnixNano())
 		case <-s.ready:
-			for ctx.Err() == nil {
-				select {
-				case s.slots <- struct{}{}: // a slot is free
-				case <-ctx.Done():
-					return
-				}
-				j := s.next()
-				if j == nil {
-					<-s.slots
-					break
-				}
-				s.wg.Add(1)
-				go func() { // owned: Run waits for it
-					defer s.wg.Done()
-					s.run(j)
-					<-s.slots
-					select { // look at the queue again
-					case s.ready <- struct{}{}:
-					default:
-					}
-				}()
-			}
+		case <-released:
 		}
 	}
 }
 
-// next takes the oldest queued job, or returns nil.
-func (s *Scheduler) next() *job {
+// dispatch starts the queued jobs that get a sequence slot and memory, in
+// arrival order but for the fairness rule (Scheduler), and fails those
+// that can never fit.
+func (s *Scheduler) dispatch() {
+	e := s.eng
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.queue.Front()
-	if e == nil {
-		return nil
+	var head *job // the oldest job waiting for memory
+	short := 0
+	e.freeMu.Lock()
+	for el := s.queue.Front(); el != nil; {
+		j, next := el.Value.(*job), el.Next()
+		if j.ctx.Err() != nil { // its Submit takes it out
+			el = next
+			continue
+		}
+		q, memShort, err := e.tryAcquire(j.req)
+		if q == nil && err == nil && !memShort {
+			break // no slot free: nobody behind starts either
+		}
+		if memShort {
+			if !j.short {
+				j.short = true
+				e.memWaits++
+			}
+			short++
+			if head == nil {
+				head = j
+			}
+			if head.passed >= len(e.slots) {
+				break
+			}
+			el = next
+			continue
+		}
+		s.queue.Remove(el)
+		j.elem = nil
+		if err != nil {
+			j.res <- jobResult{res: Result{Prompt: j.req.Prompt, Draft: "off"}, err: err}
+			el = next
+			continue
+		}
+		if head != nil {
+			head.passed++
+		}
+		s.running.Add(1)
+		s.wg.Add(1)
+		go func() { // owned: Run waits for it
+			defer s.wg.Done()
+			s.run(j, q)
+		}()
+		el = next
 	}
-	j := s.queue.Remove(e).(*job)
-	j.elem = nil
+	e.memWaiting += short - s.memShort
+	s.memShort = short
+	e.freeMu.Unlock()
 	s.changed()
-	return j
 }
 
-func (s *Scheduler) run(j *job) {
+// run generates j on slot q, which dispatch took for it, and releases q.
+func (s *Scheduler) run(j *job, q *seq) {
 	s.lastBeat.Store(time.Now().UnixNano())
-	if j.ctx.Err() != nil { // the client left as the worker took it
-		j.res <- jobResult{err: j.ctx.Err()}
-		return
+	var res Result
+	err := j.ctx.Err() // the client left as the worker took it
+	if err == nil {
+		emit := func(t Token) error {
+			s.lastBeat.Store(time.Now().UnixNano())
+			return j.emit(t)
+		}
+		res, err = s.eng.generateOn(j.ctx, q, j.req, emit)
 	}
-	s.running.Add(1)
-	emit := func(t Token) error {
-		s.lastBeat.Store(time.Now().UnixNano())
-		return j.emit(t)
-	}
-	res, err := s.eng.Generate(j.ctx, j.req, emit)
-	s.running.Add(-1)
+	s.running.Add(-1) // before the slot is free: Running never exceeds the slots in use
+	s.eng.release(q)
 	s.lastBeat.Store(time.Now().UnixNano())
 	j.res <- jobResult{res, err}
 }
@@ -150,6 +191,10 @@ func (s *Scheduler) stop() {
 		j.elem = nil
 		j.res <- jobResult{err: ErrStopped}
 	}
+	s.eng.freeMu.Lock()
+	s.eng.memWaiting -= s.memShort
+	s.memShort = 0
+	s.eng.freeMu.Unlock()
 	s.changed()
 }
 
@@ -201,6 +246,10 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, emit func(Token) er
 		}
 		s.mu.Unlock()
 		if queued {
+			select { // it may have held back the ones behind it
+			case s.ready <- struct{}{}:
+			default:
+			}
 			return Result{}, ctx.Err()
 		}
 		// The worker took it (and stops it within a step) or Run failed it.

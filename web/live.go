@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgellmd/edgellmd/engine"
 )
 
 // The generations in flight, for the status page's per-sequence view:
@@ -82,4 +84,25 @@ func (b *liveBook) snapshot(now time.Time) []sequenceStatus {
 		return 0
 	})
 	return out
+}
+
+// memoryStatus is the sequence memory as /status.json shows it beside the
+// sequences: the budget, what the sequence states hold (the running ones
+// and those idle slots keep), the requests waiting for memory.
+type memoryStatus struct {
+	BudgetBytes      int64 `json:"budget_bytes"` // 0: no bound
+	InUseBytes       int64 `json:"in_use_bytes"`
+	RunningBytes     int64 `json:"running_bytes"`
+	WaitingForMemory int   `json:"waiting_for_memory"`
+	MemoryWaits      int64 `json:"memory_waits"` // requests that ever waited
+}
+
+// memoryStatusOf reads the engine's sequence memory; nil without one.
+func memoryStatusOf(sched *engine.Scheduler) *memoryStatus {
+	if sched == nil {
+		return nil
+	}
+	m := sched.Engine().MemoryStats()
+	return &memoryStatus{BudgetBytes: m.BudgetBytes, InUseBytes: m.InUseBytes, RunningBytes: m.RunningBytes,
+		WaitingForMemory: m.WaitingForMemory, MemoryWaits: m.MemoryWaits}
 }

@@ -339,7 +339,10 @@ type statusDoc struct {
 	Requests      requestStatus   `json:"requests"`
 	// Sequences are the generations in flight, longest-running first.
 	Sequences []sequenceStatus `json:"sequences"`
-	Errors    []errorEntry     `json:"errors"`
+	// Memory is the sequence states' memory against engine.memory_budget;
+	// null without an engine.
+	Memory *memoryStatus `json:"memory"`
+	Errors []errorEntry  `json:"errors"`
 }
 
 type modelStatus struct {
@@ -422,6 +425,7 @@ func (s *Server) statusJSON(w http.ResponseWriter, r *http.Request) {
 			doc.Model.Arch = s.opt.Scheduler.Engine().Arch()
 		}
 		doc.Device = newDeviceStatus(s.opt.Scheduler.Engine().Device())
+		doc.Memory = memoryStatusOf(s.opt.Scheduler)
 	}
 	if doc.Model.Path == "" {
 		doc.Model.Path = s.opt.ModelPath

@@ -203,7 +203,10 @@ function render(s) {
   chart("chart-temp", local.temp);
   chart("chart-power", local.power);
 
-  // Sequences in flight
+  // Sequences in flight, and the memory their states hold
+  const mem = s.memory;
+  $("seq-mem").textContent = mem ? `State memory ${bytes(mem.in_use_bytes)} of ${mem.budget_bytes > 0 ? bytes(mem.budget_bytes) : "no bound"}` +
+    (mem.waiting_for_memory ? `, ${mem.waiting_for_memory} waiting for memory` : "") : "";
   const seqs = s.sequences || [];
   $("seqs-none").hidden = seqs.length > 0;
   const st = $("seqs-table");
