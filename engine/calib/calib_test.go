@@ -85,7 +85,7 @@ func greedyMatches(t *testing.T, path, goldenPath string) {
 	}
 }
 
-const storiesCalibSHA = "ac9068930822bb2e514ef439919704f8f974f40ce17d9f577cc8fa764b4a2012"
+const storiesCalibSHA = "c1ba21794d50d95138b258a37f3024dab44b01a77ab0aedc9ea6633b514f8da8"
 
 // calibTokens tokenizes the {"text": ...} lines of a calibration JSONL the
 // way `quantize --calib` does (BOS, no special-token parsing).
