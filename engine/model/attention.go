@@ -423,7 +423,7 @@ func (w *work) attendNoFlash(i int, q, o []float32, kvOff int, scratch []float32
 		if tinyKQ {
 			s = tinyDot(c.k32[off:off+hd], q)
 		} else {
-			s = dotF32(c.k32[off:off+hd], q)
+			s = tensor.Dot(c.k32[off:off+hd], q)
 		}
 		sc[p] = s * a.scale
 		mx = max(mx, sc[p])

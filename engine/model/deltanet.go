@@ -290,13 +290,13 @@ func (dn *deltaNet) step(S, q, k, v []float32, g, beta float32, o, delta []float
 	dk := dn.headDim
 	tensor.Scale(S, expf(g))
 	for j := 0; j < dk; j++ {
-		delta[j] = (v[j] - dotF32(S[j*dk:(j+1)*dk], k)) * beta
+		delta[j] = (v[j] - tensor.Dot(S[j*dk:(j+1)*dk], k)) * beta
 	}
 	for j := 0; j < dk; j++ {
 		madF32(S[j*dk:(j+1)*dk], k, delta[j])
 	}
 	for j := 0; j < dk; j++ {
-		o[j] = dotF32(S[j*dk:(j+1)*dk], q) * dn.scale
+		o[j] = tensor.Dot(S[j*dk:(j+1)*dk], q) * dn.scale
 	}
 }
 

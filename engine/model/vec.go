@@ -69,32 +69,6 @@ func tinyDot(x, y []float32) float32 {
 	return hsum8(&acc)
 }
 
-// dotF32 is ggml_vec_dot_f32: the SIMD blocks with FMA accumulators, then
-// the leftovers added one by one to a float32 sum, as rounded products
-// (GCC vectorised those multiplies) except the last len%4, which are fused.
-func dotF32(x, y []float32) float32 {
-	n := len(x)
-	np := n &^ 31
-	var sum float32
-	if np > 0 {
-		var acc [32]float32
-		for i := 0; i < np; i += 32 {
-			for j := 0; j < 32; j++ {
-				acc[j] = fma32(x[i+j], y[i+j], acc[j])
-			}
-		}
-		sum = reduce32(&acc)
-	}
-	tail := n - (n-np)%4
-	for i := np; i < tail; i++ {
-		sum += float32(x[i] * y[i])
-	}
-	for i := tail; i < n; i++ {
-		sum = fma32(x[i], y[i], sum)
-	}
-	return sum
-}
-
 // dotF16 is ggml_vec_dot_f16 over an F16 vector x and a vector y of F16
 // values held widened in float32: products of two halves are exact in
 // float32, the SIMD blocks accumulate in float32 lanes, the leftovers in

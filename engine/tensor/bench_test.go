@@ -102,7 +102,7 @@ func BenchmarkKernels(b *testing.B) {
 		macs int
 		f    func()
 	}{
-		{"F32", n, func() { sink += dotF32(w, x0) }},
+		{"F32", n, func() { sink += ggmlDotF32(w, x0) }},
 		{"F16", n, func() { sink += dotF16(h, x0) }},
 		{"BF16", n, func() { sink += dotBF16(h, x0) }},
 		{"widened", n, func() { sink += dotExact(w, x0) }},

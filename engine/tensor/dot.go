@@ -15,7 +15,7 @@ package tensor
 // product llama.cpp runs for them whenever its tinyBLAS sgemm does not take
 // the shape (always for one token, and for any batch when the columns are not
 // a multiple of 8, like stories260K's 172-column ffn_down, which NVFP4 files
-// keep in F32). With dotF32's eight lanes instead, those rows differed from
+// keep in F32). With an eight-lane order instead, those rows differed from
 // llama.cpp's in the last bit, and W4A8's activation quantizer turned that
 // into different tokens on a few prompts in ten (testdata/nvfp4/README.md).
 // The same order serves every batch size, so a row's bits stay independent of

@@ -75,48 +75,6 @@ func fmaStep(acc, a, b float64) float64 {
 	return float64(fma32(float32(a), float32(b), float32(acc)))
 }
 
-// dotF32 is the F32 dot product of w and x[:len(w)] in the canonical order.
-// x holds F32 values, as float32 or already widened to float64.
-func dotF32[X float32 | float64](w []float32, x []X) float32 {
-	x = x[:len(w)]
-	var a0, a1, a2, a3, a4, a5, a6, a7 float64
-	i := 0
-	for ; i+8 <= len(w); i += 8 {
-		ww := (*[8]float32)(w[i : i+8])
-		xx := (*[8]X)(x[i : i+8])
-		r0 := a0 + float64(ww[0])*float64(xx[0])
-		r1 := a1 + float64(ww[1])*float64(xx[1])
-		r2 := a2 + float64(ww[2])*float64(xx[2])
-		r3 := a3 + float64(ww[3])*float64(xx[3])
-		if midpoint(r0) || midpoint(r1) || midpoint(r2) || midpoint(r3) {
-			a0 = fmaStep(a0, float64(ww[0]), float64(xx[0]))
-			a1 = fmaStep(a1, float64(ww[1]), float64(xx[1]))
-			a2 = fmaStep(a2, float64(ww[2]), float64(xx[2]))
-			a3 = fmaStep(a3, float64(ww[3]), float64(xx[3]))
-		} else {
-			a0, a1, a2, a3 = float64(float32(r0)), float64(float32(r1)), float64(float32(r2)), float64(float32(r3))
-		}
-		r4 := a4 + float64(ww[4])*float64(xx[4])
-		r5 := a5 + float64(ww[5])*float64(xx[5])
-		r6 := a6 + float64(ww[6])*float64(xx[6])
-		r7 := a7 + float64(ww[7])*float64(xx[7])
-		if midpoint(r4) || midpoint(r5) || midpoint(r6) || midpoint(r7) {
-			a4 = fmaStep(a4, float64(ww[4]), float64(xx[4]))
-			a5 = fmaStep(a5, float64(ww[5]), float64(xx[5]))
-			a6 = fmaStep(a6, float64(ww[6]), float64(xx[6]))
-			a7 = fmaStep(a7, float64(ww[7]), float64(xx[7]))
-		} else {
-			a4, a5, a6, a7 = float64(float32(r4)), float64(float32(r5)), float64(float32(r6)), float64(float32(r7))
-		}
-	}
-	acc := [8]float64{a0, a1, a2, a3, a4, a5, a6, a7}
-	for k := 0; i < len(w); i, k = i+1, k+1 {
-		acc[k] = fmaStep(acc[k], float64(w[i]), float64(x[i]))
-	}
-	return hsum8(float32(acc[0]), float32(acc[1]), float32(acc[2]), float32(acc[3]),
-		float32(acc[4]), float32(acc[5]), float32(acc[6]), float32(acc[7]))
-}
-
 // dotExact is the canonical float dot product for rows whose products are
 // exact in F32 (F16 and BF16 values, widened): the fused step is a plain add.
 func dotExact(w, x []float32) float32 {

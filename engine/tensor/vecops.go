@@ -16,12 +16,12 @@ func sameLen(op string, a, b int) {
 	}
 }
 
-// Dot returns the F32 dot product of a and b, in the order of the F32 matrix
-// kernel (eight lanes of fused multiply-adds, see kernels.go): Dot(w, x)
-// equals MatVec's result for a one-row F32 matrix w.
+// Dot returns the F32 dot product of a and b in ggml_vec_dot_f32's order
+// (ggmlDotF32, the order of the F32 matrix products): Dot(w, x) equals
+// MatVec's result for a one-row F32 matrix w.
 func Dot(a, b []float32) float32 {
 	sameLen("Dot", len(a), len(b))
-	return dotF32(a, b)
+	return ggmlDotF32(a, b)
 }
 
 // Axpy adds a*x to dst. The product is rounded before the add (ggml's SIMD

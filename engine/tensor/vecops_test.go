@@ -32,7 +32,7 @@ func TestDot(t *testing.T) {
 		if err := math.Abs(float64(got) - sum); err > float64((n+7)/8+3)*0x1p-24*abs {
 			t.Fatalf("n=%d: Dot = %g, want %g", n, got, sum)
 		}
-		if got != dotF32(a, b) {
+		if got != ggmlDotF32(a, b) {
 			t.Fatalf("n=%d: Dot differs from the matrix kernel", n)
 		}
 	}
