@@ -33,8 +33,12 @@ func benchModelQ8(b *testing.B) string {
 
 // BenchmarkConcurrentDecode: N requests at once through the scheduler, each
 // a 32-token prompt and 32 greedy tokens, on the bench model. tok/s is the
-// aggregate output rate; tpot-ms the median time per output token of a
-// request.
+// aggregate output rate, prompts' prefill included; tpot-ms the median time
+// per output token of a request (its first token to its last, so a step
+// beside another's prompt counts). decode-tok/s is the aggregate decode
+// rate: the tokens all requests emitted while all of them were decoding
+// (from the last first token to the first last token) over that window's
+// length, what the engine sustains with N sequences running.
 func BenchmarkConcurrentDecode(b *testing.B) {
 	path := benchModelQ8(b)
 	for _, threads := range []int{1, 2} {
@@ -47,12 +51,14 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 		go s.Run(ctx)
 		for _, n := range []int{1, 2, 4, 8} {
 			b.Run(fmt.Sprintf("threads=%d/seqs=%d", threads, n), func(b *testing.B) {
-				var tokens int
+				var tokens, windowTokens int
 				var tpots []time.Duration
+				var window time.Duration
 				t0 := time.Now()
 				for it := 0; it < b.N; it++ {
 					var wg sync.WaitGroup
 					var mu sync.Mutex
+					times := make([][]time.Time, n)
 					for i := range n {
 						wg.Add(1)
 						go func() {
@@ -68,6 +74,7 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 								}
 								last = now
 								k++
+								times[i] = append(times[i], now)
 								return nil
 							})
 							if err != nil {
@@ -82,10 +89,36 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 						}()
 					}
 					wg.Wait()
+					// the window in which every request was decoding
+					var start, end time.Time
+					for i, ts := range times {
+						if len(ts) < 2 {
+							continue
+						}
+						if i == 0 || ts[0].After(start) {
+							start = ts[0]
+						}
+						if i == 0 || ts[len(ts)-1].Before(end) {
+							end = ts[len(ts)-1]
+						}
+					}
+					if end.After(start) {
+						window += end.Sub(start)
+						for _, ts := range times {
+							for _, t := range ts {
+								if t.After(start) && !t.After(end) {
+									windowTokens++
+								}
+							}
+						}
+					}
 				}
 				el := time.Since(t0)
 				slices.Sort(tpots)
 				b.ReportMetric(float64(tokens)/el.Seconds(), "tok/s")
+				if window > 0 {
+					b.ReportMetric(float64(windowTokens)/window.Seconds(), "decode-tok/s")
+				}
 				if len(tpots) > 0 {
 					b.ReportMetric(float64(tpots[len(tpots)/2].Microseconds())/1000, "tpot-ms")
 				}
@@ -106,9 +139,9 @@ var besidePrompt = flag.Int("beside-prompt", 4096, "BenchmarkDecodeBesidePrefill
 // tokens) arrives and is prefilled (long-prompt=true: the TPOT of the steps
 // taken during that prefill, and the prompt's prefill rate), with fixed
 // chunks of 256 and 32 tokens (slowdown=0) and with the per-pass token
-// budget (engine.decode_slowdown 2.5, chunks of at most 256), over an F16
-// KV cache (whose chunks of 64 tokens or more are cut into pieces of 64 at
-// least, to keep the output: pieceFloor) and an FP8 one (pieces of 4).
+// budget (engine.decode_slowdown 2.5, chunks of at most 256, cut into
+// pieces of MinPrefillChunk tokens or more) over an F16 KV cache and an
+// FP8 one.
 // The TPOT figures are over the steps' intervals (tpot-mean-ms: their
 // mean, what a request's TPOT is); besideX is the mean beside the prefill
 // over the mean alone, p90-besideX the same for p90.

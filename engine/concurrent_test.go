@@ -212,10 +212,10 @@ func TestPrefillBudgetKeepsOutput(t *testing.T) {
 
 // Prefill in pieces of the chunks (as the budget cuts them) computes every
 // token as the whole chunks do: the last logits are bit for bit the same,
-// for every KV type, with pieces no smaller than pieceFloor; and with an
-// F16 cache a smaller piece of a chunk of attnTiledRows or more does
-// change them (so pieceFloor is needed, and attnTiledRows is
-// engine/model's threshold).
+// for every KV type, with pieces of MinPrefillChunk tokens or more, each
+// marked with its chunk's length (model.Batch.Chunk) as the engine sends
+// them; and with an F16 cache an unmarked piece of fewer than 64 tokens of
+// a larger chunk does change them (so the mark is needed).
 func TestPrefillPiecesExact(t *testing.T) {
 	for _, path := range []string{stories, qwen35Tiny(t)} {
 		for _, kv := range []tensor.DType{tensor.F16, tensor.F32, tensor.E4M3} {
@@ -230,14 +230,18 @@ func TestPrefillPiecesExact(t *testing.T) {
 				rng := rand.New(rand.NewPCG(7, 8))
 				prompt := randPrompt(rng, 300, V)
 				const chunk = 128 // chunks of 128, 128, 44
-				run := func(piece func(start, n int) int) []float32 {
+				run := func(piece func(start, n int) int, marked bool) []float32 {
 					st := m.NewState(1024)
 					logits := make([]float32, V)
 					for ref := 0; ref < len(prompt); ref += chunk {
 						end := min(ref+chunk, len(prompt))
 						for start := ref; start < end; {
 							k := piece(start, end-start)
-							if err := m.Forward(st, model.ChainBatch(prompt[start:start+k], start, false), logits); err != nil {
+							b := model.ChainBatch(prompt[start:start+k], start, false)
+							if marked {
+								b.Chunk = end - ref // as the engine sends a piece
+							}
+							if err := m.Forward(st, b, logits); err != nil {
 								t.Fatal(err)
 							}
 							start += k
@@ -245,10 +249,10 @@ func TestPrefillPiecesExact(t *testing.T) {
 					}
 					return logits
 				}
-				whole := run(func(_, n int) int { return n })
+				whole := run(func(_, n int) int { return n }, false)
 				for try := range 4 {
 					got := run(func(_, n int) int { // a cut as the budget's: pieces of the floor or more
-						lo := pieceFloor(kv, n)
+						lo := MinPrefillChunk
 						switch {
 						case n < 2*lo:
 							return n
@@ -256,14 +260,16 @@ func TestPrefillPiecesExact(t *testing.T) {
 							return lo
 						}
 						return lo + rng.IntN(n-2*lo+1)
-					})
+					}, true)
 					if !slices.Equal(got, whole) {
 						t.Fatalf("pieces (try %d): logits differ from whole chunks", try)
 					}
 				}
-				small := run(func(_, n int) int { return min(n, 32) })
-				if kv == tensor.F16 && slices.Equal(small, whole) {
-					t.Fatal("pieces of 32 of F16 chunks of 128 give the same logits: is attnTiledRows still engine/model's threshold?")
+				// Without Chunk a piece of fewer than 64 tokens (engine/model's
+				// tiledQueries) of an F16 chunk attends by the one-row path.
+				unmarked := run(func(_, n int) int { return min(n, 32) }, false)
+				if kv == tensor.F16 && slices.Equal(unmarked, whole) {
+					t.Fatal("pieces of 32 of F16 chunks of 128 without Batch.Chunk give the same logits: does Chunk still matter?")
 				}
 			})
 		}

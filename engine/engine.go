@@ -55,7 +55,7 @@ type Options struct {
 	// DecodeSlowdown bounds a pass that carries a prompt chunk beside other
 	// sequences' decode steps to this multiple of a decode-only pass: the
 	// chunk is cut to the prompt tokens that fit, as the passes measure,
-	// in pieces that keep the output (pieceFloor); a piece that does not
+	// in pieces that keep the output (model.Batch.Chunk); a piece that does not
 	// fit waits for passes that save up for it, so that the others' mean
 	// time per token stays within the multiple (batcher.budget,
 	// passcost.go). When nobody else decodes the chunk is PrefillChunk.
@@ -684,25 +684,28 @@ func (q *seq) prefill(ctx context.Context, prompt []int32, publishAt []int, hidd
 	// The chunks are those of prefillChunk tokens from the state's length
 	// on, ending at the publish positions too (as without a budget: output
 	// does not depend on the other sequences); the batcher may run one in
-	// pieces (its per-pass budget beside other sequences' decode steps),
-	// of sizes that keep each token's arithmetic (pieceFloor).
-	refEnd, floor := q.state.Len(), 0
+	// pieces (its per-pass budget beside other sequences' decode steps) of
+	// MinPrefillChunk tokens or more, each sent with the whole chunk's
+	// length (model.Batch.Chunk), so that its tokens are computed as in
+	// the whole chunk.
+	refStart, refEnd := q.state.Len(), q.state.Len()
 	for start := q.state.Len(); start < len(prompt); {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if start == refEnd {
-			refEnd = min(start+e.prefillChunk, len(prompt))
+			refStart, refEnd = start, min(start+e.prefillChunk, len(prompt))
 			if len(stops) > 0 && stops[0] < refEnd {
 				refEnd = stops[0]
 			}
-			floor = pieceFloor(e.kvType, refEnd-start)
 		}
 		var h []float32
 		if refEnd == len(prompt) {
 			h = hidden
 		}
-		ran, err := e.bat.prefill(model.SeqBatch{State: q.state, Batch: model.ChainBatch(prompt[start:refEnd], start, false), Logits: q.logits, Hidden: h}, floor)
+		b := model.ChainBatch(prompt[start:refEnd], start, false)
+		b.Chunk = refEnd - refStart
+		ran, err := e.bat.prefill(model.SeqBatch{State: q.state, Batch: b, Logits: q.logits, Hidden: h}, MinPrefillChunk)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
-	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
 // The per-pass token budget for prefill beside decode (Sarathi-Serve's
@@ -31,25 +30,6 @@ import (
 // decode-only one. (Not 1: a one-token pass is a decode step, which
 // attends another way over an F32 cache.)
 const MinPrefillChunk = 4
-
-// attnTiledRows is engine/model's tiledQueries (ggml's GGML_FA_TILE_Q): a
-// chunk of at least this many tokens attends by the tiled path, which over
-// an F16 cache keeps the query in F32, a smaller one by the one-row path,
-// which rounds it to F16. The logits differ (by ~1e-2 on the test models):
-// a piece of a chunk must take the chunk's path.
-const attnTiledRows = 64
-
-// pieceFloor is the smallest piece the budget may cut a prompt chunk of n
-// tokens into so that every token is computed as in the whole chunk: with
-// an F16 cache a chunk of attnTiledRows or more stays in pieces of as
-// many; otherwise MinPrefillChunk (the arithmetic of a row does not depend
-// on the other rows of its pass; TestPrefillPiecesExact).
-func pieceFloor(kv tensor.DType, n int) int {
-	if kv == tensor.F16 && n >= attnTiledRows {
-		return attnTiledRows
-	}
-	return MinPrefillChunk
-}
 
 const (
 	decodeEMA = 0.2 // weight of a new decode-only pass time

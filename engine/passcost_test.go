@@ -101,7 +101,7 @@ func TestBatcherBudget(t *testing.T) {
 	// tokens), and the credit is spent.
 	for i := range 3 {
 		p = chunk()
-		p.floor = attnTiledRows
+		p.floor = 64
 		run, held = b.budget([]*fwdReq{decode, p})
 		if i < 2 && (len(run) != 1 || len(held) != 1) || i == 2 && (len(run) != 2 || len(held) != 0) {
 			t.Fatalf("pass %d: run %d, held %d (credit %.3f s)", i, len(run), len(held), b.credit)

@@ -27,7 +27,9 @@ type attention struct {
 //   - F16 KV cache: ggml's flash attention. A batch of fewer than
 //     tiledQueries tokens takes the one-row path (Q rounded to F16, an F16
 //     running output); a larger one the tiled path (F32 products, a
-//     softmax per block of tiledKV cache slots).
+//     softmax per block of tiledKV cache slots), and so does a piece of a
+//     chunk that large (Batch.Chunk): a row's result on either path
+//     depends on its own position only, not on the other rows.
 //   - F32 KV cache: with flash attention on, llama.cpp casts an F32 cache to
 //     F16 before the op, so F32 only means something with flash attention
 //     off; this path is llama.cpp's non-flash attention (build_attn_mha:
@@ -149,7 +151,7 @@ func (a *attention) attend(d *decoder, s *state, li int, ar attnRows) {
 		}
 	}
 
-	w.att = attnJob{a: a, c: c, q: ar.q, o: ar.o, q16: ar.q16, acc16: ar.acc16, n: n, tasks: n * a.heads, tiled: n >= tiledQueries, scratch: w.att.scratch}
+	w.att = attnJob{a: a, c: c, q: ar.q, o: ar.o, q16: ar.q16, acc16: ar.acc16, n: n, tasks: n * a.heads, tiled: w.batch.queries() >= tiledQueries, scratch: w.att.scratch}
 	// A chain's tiled attention over an F16 cache goes by tiles of
 	// tileTokens tokens of one KV head (runTiles).
 	w.att.tiles = w.att.tiled && w.chain && c.k16 != nil && useAttnKernels

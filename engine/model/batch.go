@@ -16,6 +16,15 @@ type Batch struct {
 	// linear draft being verified, of which only a prefix may be accepted
 	// (recurrent state cannot be truncated afterwards).
 	Verify bool
+	// Chunk, when more than len(Tokens), is the length of the prompt
+	// chunk this chain is the first piece of the rest of: its tokens are
+	// computed exactly as in that whole chunk. (How attention rounds over
+	// an F16 cache depends on how many queries a call has, tiledQueries;
+	// nothing else in a pass depends on the other rows.) An engine that
+	// runs a chunk in pieces beside other sequences' steps sets it, so
+	// that the pieces give the whole chunk's bits. 0 (or len(Tokens)):
+	// the batch is whole. Only a chain that commits may have it.
+	Chunk int
 }
 
 // ChainBatch is the batch of tokens that directly follow the committed ones,
@@ -67,7 +76,19 @@ func (b *Batch) check(vocab int) (chain bool, err error) {
 			chain = false
 		}
 	}
+	if b.Chunk != 0 && b.Chunk < n {
+		return false, fmt.Errorf("model: batch of %d tokens is a piece of a chunk of %d; a chunk holds its pieces", n, b.Chunk)
+	}
+	if b.Chunk > n && (!chain || b.Verify) {
+		return false, fmt.Errorf("model: a piece of a prompt chunk (Chunk %d) must be a chain that commits, not a tree or a verify chain", b.Chunk)
+	}
 	return chain, nil
+}
+
+// queries is how many query rows the attention of b's tokens is computed
+// as: the whole chunk's when b is a piece of one.
+func (b *Batch) queries() int {
+	return max(len(b.Tokens), b.Chunk)
 }
 
 // wantsLogits reports whether token i of b gets a row of logits.

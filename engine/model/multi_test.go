@@ -397,6 +397,17 @@ func TestForwardMultiErrors(t *testing.T) {
 			sb.Batch.Tokens[0] = int32(V)
 			return sb
 		}},
+		{"chunk shorter than its piece", 2, "piece of a chunk", func() SeqBatch {
+			sb := decode(sts[2])
+			sb.Batch.Tokens, sb.Batch.Pos, sb.Batch.Parent = []int32{4, 5}, []int32{3, 4}, []int32{-1, 0}
+			sb.Batch.Chunk = 1
+			return sb
+		}},
+		{"piece of a chunk that is a verify chain", 2, "must be a chain that commits", func() SeqBatch {
+			sb := decode(sts[2])
+			sb.Batch.Verify, sb.Batch.Chunk = true, 64
+			return sb
+		}},
 		{"another model's state", 2, "not made by this model", func() SeqBatch { return decode(other.NewState(room)) }},
 		{"the MTP head's state", 2, "not made by this model", func() SeqBatch { return decode(m.MTP().NewState(room)) }},
 		{"no state", 2, "not made by this model", func() SeqBatch { sb := decode(sts[2]); sb.State = nil; return sb }},
