@@ -126,7 +126,12 @@ func Softmax(x []float32) {
 // (ggml_silu_f32).
 func SiLU(x []float32) {
 	nb := len(x) / 8
-	if useSIMD && nb > 0 {
+	if n16 := len(x) / 16; useVec512 && n16 > 0 {
+		siluBlocks16(&x[0], n16) // blocks of sixteen in AVX-512, the same bits
+		if nb%2 == 1 {
+			siluBlocks(&x[16*n16], 1)
+		}
+	} else if useSIMD && nb > 0 {
 		siluBlocks(&x[0], nb) // whole blocks of eight in AVX2, the same bits
 	} else {
 		siluScalar(x[:8*nb])
