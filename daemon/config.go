@@ -39,7 +39,7 @@ type Config struct {
 // EngineConfig shapes how generations share the engine.
 type EngineConfig struct {
 	// MaxSequences is how many requests generate at once, their steps in
-	// shared forward passes (1 on a GPU for now); more wait in the queue.
+	// shared forward passes (on a GPU too); more wait in the queue.
 	MaxSequences int `yaml:"max_sequences"`
 	// PrefillChunk bounds a prompt's tokens per forward pass, so that a
 	// long prompt shares the passes with the others' decode steps.

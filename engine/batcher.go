@@ -29,7 +29,8 @@ const gatherWait = 2 * time.Millisecond
 const maxBatchStat = 16
 
 type batcher struct {
-	m model.Model
+	m  model.Model
+	mg multiGreedy // m, when it picks greedy tokens on the device
 	// slowdown is Options.DecodeSlowdown (0: no budget); cost predicts
 	// passes for it.
 	slowdown float64
@@ -43,6 +44,7 @@ type batcher struct {
 	active   atomic.Int32 // sequences in a generation: their next pass is coming
 	free     sync.Pool    // of *fwdReq, with their reply channels: no allocation per pass
 	seqs     []model.SeqBatch
+	tops     [][]int32
 	stats    BatchStats
 	statsMu  chan struct{} // a one-slot lock for stats (read by the metrics)
 }
@@ -65,6 +67,7 @@ type BatchStats struct {
 
 type fwdReq struct {
 	seq     model.SeqBatch
+	top     []int32      // a greedy step's tokens, picked on the device (multiGreedy); nil: logits
 	fn      func() error // exclusive work instead of a pass
 	prefill bool
 	floor   int // a prompt chunk's smallest piece (pieceFloor)
@@ -76,7 +79,8 @@ func newBatcher(m model.Model, slowdown, keyCost float64) *batcher {
 	if slowdown <= 1 {
 		slowdown = 0
 	}
-	b := &batcher{m: m, slowdown: slowdown, cost: newPassCost(keyCost), reqs: make(chan *fwdReq), quit: make(chan struct{}), done: make(chan struct{}), statsMu: make(chan struct{}, 1)}
+	mg, _ := m.(multiGreedy)
+	b := &batcher{m: m, mg: mg, slowdown: slowdown, cost: newPassCost(keyCost), reqs: make(chan *fwdReq), quit: make(chan struct{}), done: make(chan struct{}), statsMu: make(chan struct{}, 1)}
 	go b.run() // owned: close waits for it
 	return b
 }
@@ -89,12 +93,12 @@ func (b *batcher) close() {
 // errEngineClosed answers work sent after close.
 var errEngineClosed = errors.New("engine: closed")
 
-func (b *batcher) send(seq model.SeqBatch, prefill bool, floor int, fn func() error) (ran int, err error) {
+func (b *batcher) send(seq model.SeqBatch, top []int32, prefill bool, floor int, fn func() error) (ran int, err error) {
 	r, _ := b.free.Get().(*fwdReq)
 	if r == nil {
 		r = &fwdReq{err: make(chan error, 1)}
 	}
-	r.seq, r.prefill, r.floor, r.fn, r.ran = seq, prefill, floor, fn, len(seq.Batch.Tokens)
+	r.seq, r.top, r.prefill, r.floor, r.fn, r.ran = seq, top, prefill, floor, fn, len(seq.Batch.Tokens)
 	select {
 	case b.reqs <- r:
 		err = <-r.err
@@ -110,7 +114,18 @@ func (b *batcher) send(seq model.SeqBatch, prefill bool, floor int, fn func() er
 // pass runs one sequence's forward pass, with those of the others that are
 // ready.
 func (b *batcher) pass(sb model.SeqBatch) error {
-	_, err := b.send(sb, false, 0, nil)
+	_, err := b.send(sb, nil, false, 0, nil)
+	return err
+}
+
+// greedyPass is pass for a greedy step on a model that picks the tokens on
+// the device (b.mg): top receives the most likely token of each row of sb
+// that wants logits, and sb.Logits is not used.
+func (b *batcher) greedyPass(sb model.SeqBatch, top []int32) error {
+	if b.mg == nil {
+		return errors.New("engine: the model does not pick greedy tokens itself")
+	}
+	_, err := b.send(sb, top, false, 0, nil)
 	return err
 }
 
@@ -119,12 +134,12 @@ func (b *batcher) pass(sb model.SeqBatch) error {
 // all of them unless the pass's token budget cut the chunk, into pieces of
 // floor tokens at least (the one that ran and the rest).
 func (b *batcher) prefill(sb model.SeqBatch, floor int) (ran int, err error) {
-	return b.send(sb, true, floor, nil)
+	return b.send(sb, nil, true, floor, nil)
 }
 
 // do runs fn on the batcher's goroutine, between passes.
 func (b *batcher) do(fn func() error) error {
-	_, err := b.send(model.SeqBatch{}, false, 0, fn)
+	_, err := b.send(model.SeqBatch{}, nil, false, 0, fn)
 	return err
 }
 
@@ -252,10 +267,12 @@ func (b *batcher) runPass(reqs []*fwdReq) (held []*fwdReq) {
 	reqs, held = b.budget(reqs)
 	<-b.statsMu
 	for len(reqs) > 0 {
-		b.seqs = b.seqs[:0]
-		tokens, keys, prefills := 0, 0.0, 0
+		b.seqs, b.tops = b.seqs[:0], b.tops[:0]
+		tokens, keys, prefills, greedy := 0, 0.0, 0, false
 		for _, r := range reqs {
 			b.seqs = append(b.seqs, r.seq)
+			b.tops = append(b.tops, r.top)
+			greedy = greedy || r.top != nil
 			if r.prefill && len(r.seq.Batch.Tokens) > 0 {
 				prefills++
 				tokens += len(r.seq.Batch.Tokens)
@@ -263,7 +280,12 @@ func (b *batcher) runPass(reqs []*fwdReq) (held []*fwdReq) {
 			}
 		}
 		t0 := time.Now()
-		err := model.ForwardMulti(b.m, b.seqs)
+		var err error
+		if greedy {
+			err = b.mg.ForwardMultiGreedy(b.seqs, b.tops)
+		} else {
+			err = model.ForwardMulti(b.m, b.seqs)
+		}
 		el := time.Since(t0)
 		var se *model.SeqError
 		if errors.As(err, &se) && se.Index >= 0 && se.Index < len(reqs) && len(reqs) > 1 {
@@ -282,6 +304,7 @@ func (b *batcher) runPass(reqs []*fwdReq) (held []*fwdReq) {
 			r.err <- err
 		}
 		clear(b.seqs) // drop the states and buffers until the next pass
+		clear(b.tops)
 		return held
 	}
 	return held

@@ -7,12 +7,14 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/edgellmd/edgellmd/engine/gpu"
+	"github.com/edgellmd/edgellmd/engine/speculative"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -264,4 +266,91 @@ func TestGenerateOnGPU(t *testing.T) {
 	if !slices.Equal(outs[0], outs[1]) {
 		t.Errorf("greedy on the GPU %v, on the CPU %v", outs[1], outs[0])
 	}
+}
+
+// TestConcurrentOnGPU: several requests at once on the GPU (lavapipe in
+// CI) share its forward passes (engine/gpu's ForwardMultiGreedy) and each
+// gives exactly the tokens it gives alone there, the greedy ones through
+// the tokens picked on the device and one with log-probabilities through
+// its logits; one cancelled mid-way leaves the others unchanged.
+func TestConcurrentOnGPU(t *testing.T) {
+	if _, err := gpu.Devices(); err != nil && !requireGPU() {
+		t.Skipf("no Vulkan loader: %v", err)
+	}
+	for _, draft := range []speculative.Config{{}, {Mode: "tree", Steps: 4, TopK: 2, VerifyNodes: 8, Drafters: []string{"suffix"}}} {
+		t.Run(draft.String(), func(t *testing.T) { concurrentOnGPU(t, draft) })
+	}
+}
+
+func concurrentOnGPU(t *testing.T, draft speculative.Config) {
+	e, err := Load(stories, Options{Threads: 1, KVType: tensor.F16, ContextLen: 256, MaxSequences: 4, PrefillChunk: 16, Device: "gpu:0", Draft: draft, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if e.MaxSequences() != 4 || e.Device().Engine == EngineCPU {
+		t.Fatalf("max sequences %d on %+v, want 4 on the GPU", e.MaxSequences(), e.Device())
+	}
+	alone, err := Load(stories, Options{Threads: 1, KVType: tensor.F16, ContextLen: 256, MaxSequences: 1, Device: "gpu:0", Draft: draft, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alone.Close()
+	s := startScheduler(t, e, 16)
+	V := e.model.Hyper().Vocab
+	rng := rand.New(rand.NewPCG(21, 22))
+	const n = 5
+	reqs := make([]Request, n)
+	want := make([][]int32, n)
+	for i := range reqs {
+		reqs[i] = Request{Prompt: randPrompt(rng, 5+rng.IntN(40), V), MaxTokens: 12 + rng.IntN(20), IgnoreEOS: true, Logprobs: i == 1}
+		r, err := alone.Generate(context.Background(), reqs[i], func(Token) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = r.Tokens
+	}
+	got := make([][]int32, n)
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			k := 0
+			r, err := s.Submit(ctx, reqs[i], func(Token) error {
+				if k++; i == n-1 && k == 3 {
+					cancel() // a client that leaves mid-stream
+				}
+				return nil
+			})
+			if err != nil && !(i == n-1 && errors.Is(err, context.Canceled)) {
+				t.Error(err)
+			}
+			got[i] = r.Tokens
+		}()
+	}
+	wg.Wait()
+	for i := range n - 1 {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("request %d: %v together, %v alone", i, got[i], want[i])
+		}
+	}
+	limit := 4 // it stops within the step after the cancel
+	if draft.Enabled() {
+		limit = 3 + draft.Steps // a verify step emits up to Steps+1 tokens
+	}
+	if k := len(got[n-1]); k > limit || !slices.Equal(got[n-1], want[n-1][:k]) {
+		t.Fatalf("the cancelled request: %v, alone %v", got[n-1], want[n-1])
+	}
+	st := e.BatchStats()
+	shared := int64(0)
+	for _, c := range st.BySize[1:] {
+		shared += c
+	}
+	if shared == 0 {
+		t.Fatalf("no pass on the GPU served several sequences: %+v", st)
+	}
+	t.Logf("%d passes, by size %v", st.Passes, st.BySize[:5])
 }

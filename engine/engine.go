@@ -47,7 +47,7 @@ type Options struct {
 	// A GPU asked for by name that cannot be used is a *DeviceError.
 	Device string
 	// MaxSequences is how many generations run at once, their steps in
-	// shared forward passes (<= 0: DefaultMaxSequences; 1 on a GPU).
+	// shared forward passes (<= 0: DefaultMaxSequences).
 	MaxSequences int
 	// PrefillChunk bounds the prompt tokens of one forward pass (<= 0:
 	// DefaultPrefillChunk).
@@ -59,14 +59,14 @@ type Options struct {
 	// fit waits for passes that save up for it, so that the others' mean
 	// time per token stays within the multiple (batcher.budget,
 	// passcost.go). When nobody else decodes the chunk is PrefillChunk.
-	// 0 (or <= 1): off, chunks of PrefillChunk always.
+	// 0 (or <= 1): off, chunks of PrefillChunk always. Off on a GPU.
 	DecodeSlowdown float64
 	// MemoryBudget bounds the bytes of the sequence states (KV rows and
 	// recurrent state, admit.go): a request starts only when its state fits
 	// beside the running ones', and one that can never fit fails with
 	// ErrMemory. 0: derived at Load from the memory available then, less
 	// the model's weights, CacheMaxBytes and a margin; < 0: no bound.
-	// Not applied on a GPU (its one sequence's state is made at Load).
+	// Not applied on a GPU (its sequences' states are made at Load).
 	MemoryBudget int64
 	Log          zerolog.Logger
 }
@@ -130,7 +130,7 @@ type seq struct {
 	spec       *speculative.Decoder // made on first use; kept for its suffix memory
 	specCfg    speculative.Config   // what spec is set to
 	hidden     []float32            // the last prompt token's hidden state, for the MTP drafter
-	top        [1]int32             // a greedy step's token (greedyModel)
+	top        [1]int32             // a greedy step's token (multiGreedy)
 }
 
 // sequence returns the slot's state, emptied: made for capTokens tokens
@@ -270,14 +270,19 @@ func Load(path string, opt Options) (*Engine, error) {
 	if nseq <= 0 {
 		nseq = DefaultMaxSequences
 	}
-	if pl.dev != nil {
-		nseq = 1 // one sequence's state on the device (no multi-sequence pass there yet)
-	}
 	prefillChunk := opt.PrefillChunk
 	if prefillChunk <= 0 {
 		prefillChunk = DefaultPrefillChunk
 	}
-	bat := newBatcher(m, opt.DecodeSlowdown, keyCostOf(m.Hyper(), linearWeights(f, m.Hyper().Layers)))
+	slowdown := opt.DecodeSlowdown
+	if pl.dev != nil {
+		// The GPU's attention rounds by how many tokens a call has and
+		// does not take model.Batch.Chunk: a chunk cut into pieces would
+		// not give the whole chunk's bits. Its chunks stay whole (a pass
+		// of a chunk beside decode steps costs a GPU little more).
+		slowdown = 0
+	}
+	bat := newBatcher(m, slowdown, keyCostOf(m.Hyper(), linearWeights(f, m.Hyper().Layers)))
 	e := &Engine{path: path, file: f, pool: pool, model: batchedModel{m, bat}, base: m, bat: bat, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log,
 		prefillChunk: prefillChunk, kvType: opt.KVType, size: newStateSize(m.Hyper(), opt.KVType), freed: make(chan struct{})}
 	for range nseq {
@@ -294,16 +299,17 @@ func Load(path string, opt Options) (*Engine, error) {
 		}
 	}
 	if pl.dev != nil {
-		// The sequence's KV cache and scratch on the device, made now: a
-		// context that does not fit is a start-up error, not every
-		// request's.
-		q := e.slots[0]
-		q.state = m.NewState(ctxLen)
-		q.capTokens = ctxLen
-		q.logits = make([]float32, m.Hyper().Vocab)
-		if se, ok := q.state.(interface{ Err() error }); ok && se.Err() != nil {
-			e.Close()
-			return nil, &DeviceError{Selector: pl.info.Selector, Model: path, Err: fmt.Errorf("a sequence of %d tokens: %w (a smaller model.context_length may fit)", ctxLen, se.Err())}
+		// The sequences' KV caches and scratch on the device, made now,
+		// each for the whole context: a context that does not fit is a
+		// start-up error, not every request's.
+		for i, q := range e.slots {
+			q.state = m.NewState(ctxLen)
+			q.capTokens = ctxLen
+			q.logits = make([]float32, m.Hyper().Vocab)
+			if se, ok := q.state.(interface{ Err() error }); ok && se.Err() != nil {
+				e.Close()
+				return nil, &DeviceError{Selector: pl.info.Selector, Model: path, Err: fmt.Errorf("sequence %d of %d (engine.max_sequences), %d tokens each: %w (fewer sequences or a smaller model.context_length may fit)", i+1, nseq, ctxLen, se.Err())}
+			}
 		}
 	}
 	dev := e.Device()
@@ -541,9 +547,9 @@ func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error)
 		}
 	}()
 	one := make([]int32, 1)
-	greedy, _ := e.base.(greedyModel)
+	_, greedy := e.base.(multiGreedy)
 	if !req.Sample.Greedy() || sh != nil || req.Logprobs {
-		greedy = nil // the logits are needed on the host
+		greedy = false // the logits are needed on the host
 	}
 	next := int32(-1) // the token a greedy step already picked on the device
 	for len(res.Tokens) < maxTokens {
@@ -576,9 +582,9 @@ func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error)
 			return res, err
 		}
 		one[0] = id
-		if greedy != nil {
+		if greedy {
 			top := q.top[:1]
-			err := e.bat.do(func() error { return greedy.ForwardGreedy(q.state, model.ChainBatch(one, q.state.Len(), false), top) })
+			err := e.bat.greedyPass(model.SeqBatch{State: q.state, Batch: model.ChainBatch(one, q.state.Len(), false)}, top)
 			e.lastStep.Store(time.Now().UnixNano())
 			if err != nil {
 				return res, err
@@ -734,12 +740,14 @@ func (e *Engine) CacheStats() (st state.Stats, ok bool) {
 	return e.cache.Stats(), true
 }
 
-// greedyModel is a model that can take a greedy decode step picking the
-// token where the logits are (engine/gpu: argmax on the device, so a step
-// reads back one token, not a vocabulary of logits). sample.Argmax's
-// tie rule.
-type greedyModel interface {
-	ForwardGreedy(st model.State, b model.Batch, top []int32) error
+// multiGreedy is a model whose multi-sequence pass can take greedy decode
+// steps picking the tokens where the logits are (engine/gpu: argmax on
+// the device, so a step reads back one token a sequence, not a vocabulary
+// of logits; sample.Argmax's tie rule): top[i] receives sequence i's
+// tokens, or is nil for a sequence that wants its logits in
+// seqs[i].Logits.
+type multiGreedy interface {
+	ForwardMultiGreedy(seqs []model.SeqBatch, top [][]int32) error
 }
 
 // decode runs one token (one[0]) after the sequence and leaves its logits.

@@ -105,13 +105,13 @@ if [ -x bin/gpu.test ]; then
 		cat "$WORK/gpu-test.txt"
 		fail "bin/gpu.test"
 	fi
-	(cd engine/gpu && ../../bin/gpu.test -test.run '^$' -test.bench 'MatVecGPU|RecordDispatch' -test.benchtime 20x 2>&1 | grep -E 'Benchmark|ok|FAIL') || true
+	(cd engine/gpu && ../../bin/gpu.test -test.run '^$' -test.bench 'MatVecGPU|RecordDispatch|MultiDecode' -test.benchtime 20x 2>&1 | grep -E 'Benchmark|ok|FAIL') || true
 	if [ -x bin/gpu-vk.test ]; then
 		(cd engine/gpu/internal/vk && timeout 120 ../../../../bin/gpu-vk.test -test.count=1) || fail "bin/gpu-vk.test"
 	fi
 elif [ "$havego" = yes ]; then
 	timeout 300 "$GO" test -count=1 -timeout 280s ./engine/gpu/... || fail "go test ./engine/gpu/..."
-	"$GO" test -count=1 -run '^$' -bench 'MatVecGPU|RecordDispatch' -benchtime 20x ./engine/gpu/ || true
+	"$GO" test -count=1 -run '^$' -bench 'MatVecGPU|RecordDispatch|MultiDecode' -benchtime 20x ./engine/gpu/ || true
 	# The engine's device choice, cache fingerprint and copy bandwidth on it.
 	timeout 120 "$GO" test -count=1 -run 'Device|AcrossEngines|GenerateOnGPU' ./engine/ || fail "go test ./engine/ -run Device"
 else

@@ -6,7 +6,10 @@
 // SPIR-V by `go generate` and committed.
 //
 // The face is small: Devices lists what the Vulkan loader sees, Open opens
-// one, Load builds a model on it. The CPU engine (engine/model,
+// one, Load builds a model on it. The model also runs the batches of
+// several sequences in one pass (model.MultiForwarder, and
+// ForwardMultiGreedy beside ForwardGreedy), each sequence's bits those it
+// gets alone. The CPU engine (engine/model,
 // engine/tensor) is the reference every shader is tested against.
 //
 // It is not for graphics, nor a general compute library: the binding

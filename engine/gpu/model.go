@@ -27,6 +27,7 @@ type gpuModel struct {
 	norm   *Buffer
 	output gpuLinear
 	mtp    *gpuMTP
+	multi  multiPass             // the scratch of passes over several sequences
 	owned  []interface{ Free() } // everything uploaded, freed by Close
 	span   *hostSpan             // the imported file pages (nil: weights copied)
 	// Imported and Copied count the matrices used in place from the mapped
@@ -108,6 +109,7 @@ func load(dev *Device, w *model.Weights, act tensor.NVFP4Activations, inPlace bo
 
 // Close frees the model's weights on the device.
 func (m *gpuModel) Close() {
+	m.multi.free()
 	for _, o := range m.owned {
 		o.Free()
 	}
@@ -248,13 +250,7 @@ func (m *gpuModel) ForwardHidden(st model.State, b model.Batch, logits, hidden [
 // comes back (top: one per such row; ties to the lowest id, as
 // sample.Argmax). A decode step then reads back 4 bytes, not a vocabulary.
 func (m *gpuModel) ForwardGreedy(st model.State, b model.Batch, top []int32) error {
-	nOut := 0
-	for i := range b.Tokens {
-		if b.WantsLogits(i) {
-			nOut++
-		}
-	}
-	if len(top) < nOut {
+	if nOut := outRows(&b, 0, len(b.Tokens)); len(top) < nOut {
 		return fmt.Errorf("GPU model: top has room for %d tokens, %d rows want logits", len(top), nOut)
 	}
 	s, err := m.begin(st, false, &b, nil, nil, true)
@@ -264,42 +260,52 @@ func (m *gpuModel) ForwardGreedy(st model.State, b model.Batch, top []int32) err
 	return s.forward(&b, nil, nil, nil, top)
 }
 
-// begin checks a forward call as the CPU model does.
+// begin checks a forward call as the CPU model does and readies the
+// state for it.
 func (m *gpuModel) begin(st model.State, mtp bool, b *model.Batch, logits, hidden []float32, greedy bool) (*gpuState, error) {
-	s, ok := st.(*gpuState)
-	if !ok || s.m != m || s.mtp != mtp {
-		return nil, fmt.Errorf("GPU model: state was not made by this model (or is the MTP head's)")
-	}
-	if s.err != nil {
-		return nil, s.err
-	}
-	if s.pending > 0 {
-		return nil, fmt.Errorf("GPU model: a tree batch of %d tokens is pending; Commit a path first", s.pending)
-	}
-	chain, err := b.Check(m.hp.Vocab)
+	s, chain, err := m.check(st, mtp, b, logits, hidden, greedy)
 	if err != nil {
 		return nil, err
 	}
+	s.ready(b, chain)
+	return s, nil
+}
+
+// check checks a forward call of batch b on st, changing nothing, and
+// returns the state and whether b is a chain.
+func (m *gpuModel) check(st model.State, mtp bool, b *model.Batch, logits, hidden []float32, greedy bool) (*gpuState, bool, error) {
+	s, ok := st.(*gpuState)
+	if !ok || s.m != m || s.mtp != mtp {
+		return nil, false, fmt.Errorf("GPU model: state was not made by this model (or is the MTP head's)")
+	}
+	if s.err != nil {
+		return nil, false, s.err
+	}
+	if s.pending > 0 {
+		return nil, false, fmt.Errorf("GPU model: a tree batch of %d tokens is pending; Commit a path first", s.pending)
+	}
+	chain, err := b.Check(m.hp.Vocab)
+	if err != nil {
+		return nil, false, err
+	}
 	n := len(b.Tokens)
 	if s.n+n > s.max {
-		return nil, fmt.Errorf("GPU model: state holds %d of %d tokens; a batch of %d does not fit", s.n, s.max, n)
+		return nil, false, fmt.Errorf("GPU model: state holds %d of %d tokens; a batch of %d does not fit", s.n, s.max, n)
 	}
-	nOut := 0
-	for i := range b.Tokens {
-		if b.WantsLogits(i) {
-			nOut++
-		}
-	}
+	nOut := outRows(b, 0, n)
 	if !greedy && len(logits) < nOut*m.hp.Vocab {
-		return nil, fmt.Errorf("GPU model: logits has room for %d floats, %d tokens want %d", len(logits), nOut, nOut*m.hp.Vocab)
+		return nil, false, fmt.Errorf("GPU model: logits has room for %d floats, %d tokens want %d", len(logits), nOut, nOut*m.hp.Vocab)
 	}
 	if hidden != nil && len(hidden) < nOut*m.hp.Embd {
-		return nil, fmt.Errorf("GPU model: hidden has room for %d floats, %d tokens want %d", len(hidden), nOut, nOut*m.hp.Embd)
+		return nil, false, fmt.Errorf("GPU model: hidden has room for %d floats, %d tokens want %d", len(hidden), nOut, nOut*m.hp.Embd)
 	}
-	pending := !chain || b.Verify
-	if pending && n > maxTreeNodes {
-		return nil, fmt.Errorf("GPU model: a tree or verify batch of %d tokens is more than %d", n, maxTreeNodes)
+	if (!chain || b.Verify) && n > maxTreeNodes {
+		return nil, false, fmt.Errorf("GPU model: a tree or verify batch of %d tokens is more than %d", n, maxTreeNodes)
 	}
-	s.chain, s.pendingBatch = chain, pending
-	return s, nil
+	return s, chain, nil
+}
+
+// ready readies the state for the pass of a batch that check passed.
+func (s *gpuState) ready(b *model.Batch, chain bool) {
+	s.chain, s.pendingBatch = chain, !chain || b.Verify
 }

@@ -73,27 +73,28 @@ func (h *gpuMTP) Forward(st model.State, b model.Batch, hidden, logits, hiddenOu
 	return s.forward(&b, logits, hidden, hiddenOut, nil)
 }
 
-// mtpInput records the head's input rows into s.x: eh_proj of the normed
-// embedding of each token beside the normed trunk hidden state it follows.
-func (s *gpuState) mtpInput(r *Recorder, nt, c0 int, inHidden []float32) error {
-	m, h := s.m, s.m.mtp
+// mtpInput records the head's input rows into p.x: eh_proj of the normed
+// embedding of each of the nt tokens beside the normed trunk hidden state
+// it follows (inHidden, E floats a token).
+func (m *gpuModel) mtpInput(r *Recorder, p *passBufs, nt int, inHidden []float32) error {
+	h := m.mtp
 	E := m.hp.Embd
-	hin, err := s.hostBuf(&s.hin, int64(nt*E*4))
+	hin, err := p.grow(&p.hin, int64(nt*E*4), true)
 	if err != nil {
 		return err
 	}
-	copy(bytesF32(hin.Bytes()), inHidden[c0*E:(c0+nt)*E])
-	r.GetRows(s.g.All(), h.embed, s.ids.All(), nt)
+	copy(bytesF32(hin.Bytes()), inHidden[:nt*E])
+	r.GetRows(p.g.All(), h.embed, p.ids.All(), nt)
 	r.Barrier()
-	r.RMSNorm(s.g.All(), s.g.All(), h.enorm.All(), nt, E, m.w.Eps)
-	r.RMSNorm(s.h.All(), hin.All(), h.hnorm.All(), nt, E, m.w.Eps)
+	r.RMSNorm(p.g.All(), p.g.All(), h.enorm.All(), nt, E, m.w.Eps)
+	r.RMSNorm(p.h.All(), hin.All(), h.hnorm.All(), nt, E, m.w.Eps)
 	r.Barrier()
 	row := int64(E * 4)
 	for i := int64(0); i < int64(nt); i++ {
-		r.Copy(s.cat.Slice(2*i*row, row), s.g.Slice(i*row, row), row)
-		r.Copy(s.cat.Slice((2*i+1)*row, row), s.h.Slice(i*row, row), row)
+		r.Copy(p.cat.Slice(2*i*row, row), p.g.Slice(i*row, row), row)
+		r.Copy(p.cat.Slice((2*i+1)*row, row), p.h.Slice(i*row, row), row)
 	}
 	r.Barrier()
-	s.apply(r, &h.ehProj, s.x, s.cat, nt)
+	m.apply(r, p, &h.ehProj, p.x, p.cat, nt)
 	return nil
 }

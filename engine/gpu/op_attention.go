@@ -133,54 +133,83 @@ func AttnScratchBytes(p AttnParams) int64 {
 // Q rounded to F16 for small batches; F32: the non-flash path); this
 // computes every path in float32 from the cache's exact values.
 func (r *Recorder) Attention(out, q Range, k, v Range, kvType tensor.DType, p AttnParams, scratch Range) {
+	var j [1]attnJob
+	if r.planAttention(&j[0], out, q, k, v, kvType, p, scratch) {
+		r.attentions(j[:])
+	}
+}
+
+// attnJob is one Attention call, checked and planned (planAttention): its
+// dispatch and, when the slots are split, the combine that follows it.
+type attnJob struct {
+	name         string
+	spec         [1]uint32
+	nspec        int
+	grid         [3]uint32
+	push         [22]uint32
+	npush        int
+	bufs         [6]Range
+	combine      bool
+	combineGrid  [3]uint32
+	combinePush  [6]uint32
+	out, scratch Range
+}
+
+// planAttention checks the arguments of an Attention call (as Attention
+// takes them) and plans it into j; false (the error stuck in r) when they
+// are bad or there is nothing to do.
+func (r *Recorder) planAttention(j *attnJob, out, q Range, k, v Range, kvType tensor.DType, p AttnParams, scratch Range) bool {
 	if r.err != nil || !r.open || p.Tokens <= 0 {
-		return
+		return false
 	}
 	code, size, ok := attKVType(kvType)
 	switch {
 	case !ok:
 		r.ewFail("Attention: KV cache type %s (want F32, F16 or E4M3)", kvType)
-		return
+		return false
 	case p.Heads <= 0 || p.KVHeads <= 0 || p.Heads%p.KVHeads != 0:
 		r.ewFail("Attention: %d query heads over %d KV heads (want a positive multiple)", p.Heads, p.KVHeads)
-		return
+		return false
 	case p.HeadDim <= 0 || p.HeadDim%4 != 0 || p.HeadDim > attMaxQ:
 		r.ewFail("Attention: head dimension %d (want a multiple of 4, at most %d)", p.HeadDim, attMaxQ)
-		return
+		return false
 	case p.Base < 0:
 		r.ewFail("Attention: %d committed tokens", p.Base)
-		return
+		return false
 	}
 	hd := p.HeadDim
 	qBytes := 4 * int64(p.Tokens) * int64(p.Heads) * int64(hd)
 	cacheBytes := int64(p.Base+p.Tokens) * int64(p.KVHeads*hd) * size
 	if !r.ewCheck("Attention", "out", out, qBytes) || !r.ewCheck("Attention", "q", q, qBytes) ||
 		!r.ewCheck("Attention", "K cache", k, cacheBytes) || !r.ewCheck("Attention", "V cache", v, cacheBytes) {
-		return
+		return false
 	}
 	chain := uint32(1)
 	anc := q // bound but unread by chains
 	if !p.Chain {
 		if !r.ewCheck("Attention", "ancestry", p.Anc, 4*int64(p.Tokens+1)) {
-			return
+			return false
 		}
 		chain, anc = 0, p.Anc
 	}
+	*j = attnJob{}
 	if kvType == tensor.F16 && p.Tokens < attGGMLTokens && hd <= 256 && r.dev.info.Float64 {
 		// llama.cpp's one-row flash attention, roundings and all
-		r.Dispatch("attention_f16", nil, Groups(p.Tokens*p.Heads), []uint32{
+		j.name, j.grid = "attention_f16", Groups(p.Tokens*p.Heads)
+		j.npush = copy(j.push[:], []uint32{
 			uint32(p.Tokens), uint32(p.Heads), uint32(p.KVHeads), uint32(hd),
 			uint32(p.Base), chain, ewWord(q), ewWord(out),
 			ewWord(k), ewWord(v), ewWord(anc), 0,
 			F32(p.Scale),
-		}, out.Buf.All(), q.Buf.All(), k.Buf.All(), v.Buf.All(), anc.Buf.All())
-		return
+		})
+		j.bufs = [6]Range{out.Buf.All(), q.Buf.All(), k.Buf.All(), v.Buf.All(), anc.Buf.All(), anc.Buf.All()}
+		return true
 	}
 	pl := attPlanFor(p.Tokens, p.Heads, p.KVHeads, hd, p.Base+p.Tokens, p.Chain)
 	part := out // bound but unwritten without splits
 	if pl.S > 1 {
 		if !r.ewCheck("Attention", "scratch", scratch, pl.scratchBytes) {
-			return
+			return false
 		}
 		part = scratch
 	}
@@ -188,19 +217,47 @@ func (r *Recorder) Attention(out, q Range, k, v Range, kvType tensor.DType, p At
 	if kvType == tensor.E4M3 {
 		sk, vs = p.KScale*p.Scale, p.VScale
 	}
-	r.Dispatch("attention", []uint32{code}, Groups(pl.groups), []uint32{
+	j.name, j.spec, j.nspec, j.grid = "attention", [1]uint32{code}, 1, Groups(pl.groups)
+	j.npush = copy(j.push[:], []uint32{
 		uint32(p.Tokens), uint32(p.Heads), uint32(p.KVHeads), uint32(hd),
 		uint32(p.Base), chain, ewWord(q), ewWord(out),
 		ewWord(k), ewWord(v), ewWord(anc), ewWord(part),
 		uint32(pl.G), uint32(pl.T), uint32(pl.nTiles), uint32(pl.headTiles),
 		uint32(pl.S), uint32(pl.chunk), uint32(pl.Bk), 0,
 		F32(sk), F32(vs),
-	}, out.Buf.All(), q.Buf.All(), k.Buf.All(), v.Buf.All(), anc.Buf.All(), part.Buf.All())
+	})
+	j.bufs = [6]Range{out.Buf.All(), q.Buf.All(), k.Buf.All(), v.Buf.All(), anc.Buf.All(), part.Buf.All()}
 	if pl.S > 1 {
-		r.Barrier()
 		rows := p.Tokens * p.Heads
-		r.Dispatch("attention_combine", nil, Groups(rows), []uint32{
-			uint32(rows), uint32(hd), uint32(pl.S), ewWord(out), ewWord(scratch), F32(vs),
-		}, out.Buf.All(), scratch.Buf.All())
+		j.combine, j.combineGrid = true, Groups(rows)
+		j.combinePush = [6]uint32{uint32(rows), uint32(hd), uint32(pl.S), ewWord(out), ewWord(scratch), F32(vs)}
+		j.out, j.scratch = out, scratch
+	}
+	return true
+}
+
+// attentions records the planned calls jobs, on distinct outputs and
+// scratch: every call's dispatch, then, where the slots were split, a
+// barrier and the combines. So the calls of a pass over several sequences
+// run side by side, each as it would alone.
+func (r *Recorder) attentions(jobs []attnJob) {
+	combine := false
+	for i := range jobs {
+		j := &jobs[i]
+		nb := 6
+		if j.name == "attention_f16" {
+			nb = 5
+		}
+		r.Dispatch(j.name, j.spec[:j.nspec], j.grid, j.push[:j.npush], j.bufs[:nb]...)
+		combine = combine || j.combine
+	}
+	if !combine {
+		return
+	}
+	r.Barrier()
+	for i := range jobs {
+		if j := &jobs[i]; j.combine {
+			r.Dispatch("attention_combine", nil, j.combineGrid, j.combinePush[:], j.out.Buf.All(), j.scratch.Buf.All())
+		}
 	}
 }

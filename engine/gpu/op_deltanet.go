@@ -137,12 +137,38 @@ func DeltaScratchBytes(L *DeltaLayer, tokens int) int64 {
 // The caller records a barrier before (for the inputs) and after (for out
 // and the state); the stages within are separated here.
 func (r *Recorder) DeltaNet(out, qkv, z, beta, alpha Range, L *DeltaLayer, st DeltaState, tokens int, parent Range, chain bool, saved, scratch Range) {
+	var j [1]deltaJob
+	if r.planDelta(&j[0], out, qkv, z, beta, alpha, L, st, tokens, parent, chain, saved, scratch) {
+		r.deltaNets(j[:])
+	}
+}
+
+// deltaJob is one DeltaNet call, checked and planned (planDelta): the
+// dispatches of its stages, which deltaNets records.
+type deltaJob struct {
+	L        *DeltaLayer
+	tokens   int
+	chain    bool
+	conv     dnConvJob
+	scan     dnScanJob
+	win      Range // a chain's conv window, and its inputs
+	wOff     uint32
+	mix      Range
+	mOff     uint32
+	out, z   Range // delta_norm's
+	normPush [9]uint32
+}
+
+// planDelta checks the arguments of a DeltaNet call (as DeltaNet takes
+// them) and plans it into j; false (the error stuck in r) when they are
+// bad or there is nothing to do.
+func (r *Recorder) planDelta(j *deltaJob, out, qkv, z, beta, alpha Range, L *DeltaLayer, st DeltaState, tokens int, parent Range, chain bool, saved, scratch Range) bool {
 	if r.err != nil || tokens <= 0 {
-		return
+		return false
 	}
 	if !chain && tokens > dnMaxTreeNodes {
 		r.err = fmt.Errorf("GPU DeltaNet: a tree of %d nodes, at most %d", tokens, dnMaxTreeNodes)
-		return
+		return false
 	}
 	n := int64(tokens)
 	C, V, Hv := int64(L.ConvDim), int64(L.ValueDim), int64(L.VHeads)
@@ -160,7 +186,7 @@ func (r *Recorder) DeltaNet(out, qkv, z, beta, alpha Range, L *DeltaLayer, st De
 		svOff = r.dnOff("saved", saved, n*row)
 	}
 	if r.err != nil {
-		return
+		return false
 	}
 	// scratch: conv outputs (C per token), then g and beta (chain) or the
 	// tree's state slots
@@ -179,15 +205,34 @@ func (r *Recorder) DeltaNet(out, qkv, z, beta, alpha Range, L *DeltaLayer, st De
 		scan.parent, scan.pOff = parent, pOff
 	}
 	scan.g, scan.gOff, scan.gStride = conv.g, conv.gOff, conv.gStride
-	r.dnConv(L, tokens, conv)
-	r.Barrier()
-	r.dnScan(L, tokens, scan)
-	if chain {
-		r.dnWindow(L, tokens, st.Conv, wOff, qkv, mOff, uint32(C))
+	*j = deltaJob{L: L, tokens: tokens, chain: chain, conv: conv, scan: scan, win: st.Conv, wOff: wOff, mix: qkv, mOff: mOff, out: out, z: z,
+		normPush: [9]uint32{uint32(tokens), uint32(L.HeadDim), uint32(Hv), oOff, uint32(V), zOff, uint32(V), L.normOff, F32(L.Eps)}}
+	return true
+}
+
+// deltaNets records the planned calls jobs, on distinct states, rows and
+// scratch, stage by stage: every call's conv, a barrier, every call's
+// recurrence (and a chain's window), a barrier, every call's norm. So the
+// calls of a pass over several sequences run side by side, each as it
+// would alone.
+func (r *Recorder) deltaNets(jobs []deltaJob) {
+	for i := range jobs {
+		j := &jobs[i]
+		r.dnConv(j.L, j.tokens, j.conv)
 	}
 	r.Barrier()
-	push := []uint32{uint32(tokens), uint32(L.HeadDim), uint32(Hv), oOff, uint32(V), zOff, uint32(V), L.normOff, F32(L.Eps)}
-	r.Dispatch("delta_norm", nil, Groups(tokens*L.VHeads), push, out.Buf.All(), z.Buf.All(), L.params.All())
+	for i := range jobs {
+		j := &jobs[i]
+		r.dnScan(j.L, j.tokens, j.scan)
+		if j.chain {
+			r.dnWindow(j.L, j.tokens, j.win, j.wOff, j.mix, j.mOff, uint32(j.L.ConvDim))
+		}
+	}
+	r.Barrier()
+	for i := range jobs {
+		j := &jobs[i]
+		r.Dispatch("delta_norm", nil, Groups(j.tokens*j.L.VHeads), j.normPush[:], j.out.Buf.All(), j.z.Buf.All(), j.L.params.All())
+	}
 }
 
 // DeltaReplay records advancing st along the accepted nodes of the tree

@@ -9,8 +9,8 @@ import (
 
 // gpuState is one sequence on the device: the KV cache of every attention
 // layer, the recurrent state of every DeltaNet layer, and the scratch of
-// one forward pass. Committed tokens first in the cache, then the pending
-// nodes of a tree batch, as in the CPU state.
+// the forward passes it runs alone. Committed tokens first in the cache,
+// then the pending nodes of a tree batch, as in the CPU state.
 type gpuState struct {
 	m      *gpuModel
 	mtp    bool // the MTP head's state
@@ -28,22 +28,17 @@ type gpuState struct {
 	kv  []kvCache
 	rec []DeltaState
 
-	// device scratch, cap tokens each
-	x, h, y, g         *Buffer
-	qf, q, gate, k, v  *Buffer
-	o, ffa, ffb        *Buffer
-	mix, z, beta, alph *Buffer
-	dout               *Buffer
-	cat                *Buffer // MTP: [norm(embed) | norm(h)] per token
-	mmScratch          *Buffer
-	attnScratch        *Buffer
-	deltaScratch       *Buffer
-	saved              []*Buffer // per DeltaNet layer: a pending batch's replay inputs
+	// per sequence on the device: attention's and DeltaNet's scratch
+	// (sized for cap tokens), a pending batch's DeltaNet replay inputs
+	attnScratch  *Buffer
+	deltaScratch *Buffer
+	saved        []*Buffer // per DeltaNet layer
 
-	// host-visible parameters and results
-	ids, cs, anc, outIdx, parents, path *Buffer
-	logits, hidden, hin                 *Buffer // results; the MTP head's input hidden states
-	logitsDev, top                      *Buffer // greedy steps: logits on the device, top tokens back
+	// host-visible: a pending batch's parents and ancestry, a Commit's path
+	anc, parents, path *Buffer
+
+	p    *passBufs  // the scratch of the passes it runs alone, cap tokens
+	solo [1]segment // the one segment of such a pass
 
 	owned          []*Buffer
 	ancOff, ancIdx []int32 // scratch for a tree's ancestry lists
@@ -99,68 +94,39 @@ func newState(m *gpuModel, layers []gpuLayer, maxTokens int, mtp bool) (s *gpuSt
 		}
 		return b
 	}
-	hp := m.hp
 	C := int64(s.cap)
-	E := int64(hp.Embd)
 	kvt := m.w.KVType
-	var qFull, qDim, kvDim, convDim, valueDim, vHeads, ffn, rd int64
-	ffn = int64(hp.FFN)
-	var mmBytes, attnBytes, deltaBytes int64
-	linears := []*gpuLinear{&m.output}
+	var attnBytes, deltaBytes int64
 	s.kv = make([]kvCache, len(layers))
 	s.rec = make([]DeltaState, len(layers))
 	s.saved = make([]*Buffer, len(layers))
 	for i := range layers {
 		L := &layers[i]
-		ffn = max(ffn, int64(L.gate.m.Rows))
-		linears = append(linears, &L.gate, &L.up, &L.down)
 		if a := L.w.Attn; a != nil {
-			qFull = max(qFull, int64(L.q.m.Rows))
-			qDim = max(qDim, int64(a.Heads*a.HeadDim))
 			dim := a.KVHeads * a.HeadDim
-			kvDim = max(kvDim, int64(dim))
-			rd = max(rd, int64(a.Rope.Dims()))
 			c := &s.kv[i]
 			c.dim = dim
 			c.k = buf(int64(maxTokens) * int64(dim) * kvBytes(kvt))
 			c.v = buf(int64(maxTokens) * int64(dim) * kvBytes(kvt))
 			attnBytes = max(attnBytes, AttnScratchBytes(AttnParams{Tokens: s.cap, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Base: maxTokens}))
-			linears = append(linears, &L.q, &L.k, &L.v, &L.o)
 		}
 		if dn := L.w.Delta; dn != nil {
-			convDim = max(convDim, int64(dn.ConvDim))
-			valueDim = max(valueDim, int64(dn.ValueDim))
-			vHeads = max(vHeads, int64(dn.VHeads))
 			s.rec[i] = DeltaState{
 				S:    buf(int64(dn.VHeads*dn.HeadDim*dn.HeadDim) * 4).All(),
 				Conv: buf(int64((dn.Kernel-1)*dn.ConvDim) * 4).All(),
 			}
 			s.saved[i] = buf(DeltaSavedBytes(L.delta, maxTreeNodes))
 			deltaBytes = max(deltaBytes, DeltaScratchBytes(L.delta, s.cap))
-			linears = append(linears, &L.qkv, &L.z, &L.beta, &L.alpha, &L.out)
 		}
 	}
-	if mtp {
-		linears = append(linears, &m.mtp.ehProj, &m.mtp.head)
-	}
-	for _, l := range linears {
-		mmBytes = max(mmBytes, MatMulScratchBytes(l.m, s.cap, m.act))
-	}
-	s.x, s.h, s.y, s.g = buf(C*E*4), buf(C*E*4), buf(C*E*4), buf(C*E*4)
-	s.qf, s.q, s.gate, s.o = buf(C*qFull*4), buf(C*qDim*4), buf(C*qDim*4), buf(C*qDim*4)
-	s.k, s.v = buf(C*kvDim*4), buf(C*kvDim*4)
-	s.ffa, s.ffb = buf(C*ffn*4), buf(C*ffn*4)
-	s.mix, s.z, s.dout = buf(C*convDim*4), buf(C*valueDim*4), buf(C*valueDim*4)
-	s.beta, s.alph = buf(C*vHeads*4), buf(C*vHeads*4)
-	if mtp {
-		s.cat = buf(C * 2 * E * 4)
-	}
-	s.mmScratch, s.attnScratch, s.deltaScratch = buf(mmBytes), buf(attnBytes), buf(deltaBytes)
-	s.ids, s.outIdx, s.parents, s.path = host(C*4), host(C*4), host(C*4), host(C*4)
-	s.cs = host(C * max(rd, 2) * 4)
+	s.attnScratch, s.deltaScratch = buf(attnBytes), buf(deltaBytes)
+	s.parents, s.path = host(C*4), host(C*4)
 	nodes := int64(maxTreeNodes)
 	s.anc = host((nodes + 1 + nodes*(nodes+1)/2) * 4)
 	if err != nil {
+		return nil, err
+	}
+	if s.p, err = m.newPassBufs(layers, s.cap, mtp); err != nil {
 		return nil, err
 	}
 	if err := s.zeroRecurrent(); err != nil {
@@ -183,42 +149,8 @@ func (s *gpuState) free() {
 		b.Free()
 	}
 	s.owned = nil
-	s.logits.Free()
-	s.hidden.Free()
-	s.hin.Free()
-	s.logitsDev.Free()
-	s.top.Free()
-	s.logits, s.hidden, s.hin, s.logitsDev, s.top = nil, nil, nil, nil, nil
-}
-
-// devBuf returns *b grown to at least size bytes (device-local).
-func (s *gpuState) devBuf(b **Buffer, size int64) (*Buffer, error) {
-	if *b != nil && (*b).Size() >= size {
-		return *b, nil
-	}
-	(*b).Free()
-	*b = nil
-	nb, err := s.m.dev.NewBuffer(size)
-	if err != nil {
-		return nil, err
-	}
-	*b = nb
-	return nb, nil
-}
-
-// hostBuf returns *b grown to at least size bytes (host-visible).
-func (s *gpuState) hostBuf(b **Buffer, size int64) (*Buffer, error) {
-	if *b != nil && (*b).Size() >= size {
-		return *b, nil
-	}
-	(*b).Free()
-	*b = nil
-	nb, err := s.m.dev.NewHostBuffer(size)
-	if err != nil {
-		return nil, err
-	}
-	*b = nb
-	return nb, nil
+	s.p.free()
+	s.p = nil
 }
 
 func (s *gpuState) zeroRecurrent() error {
