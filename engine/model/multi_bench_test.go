@@ -32,6 +32,33 @@ func benchSynthQ8(b *testing.B) *gguf.File {
 	return f
 }
 
+// benchSynthNVFP4 returns that bench model (F16, seed 1) quantized to
+// NVFP4 (quantize.QuantizeFile; 131 MB), written once under os.TempDir()
+// and reused like benchSynthQ8's (the rename makes a cached file whole).
+func benchSynthNVFP4(b *testing.B) *gguf.File {
+	b.Helper()
+	path := filepath.Join(os.TempDir(), "edgellmd-synth-bench-nvfp4-seed1.gguf")
+	if _, err := os.Stat(path); err != nil {
+		in := filepath.Join(b.TempDir(), "bench-f16.gguf")
+		if err := quantize.WriteSynth(in, quantize.SynthOptions{Size: "bench", Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+		tmp := path + ".tmp"
+		if _, err := quantize.QuantizeFile(in, tmp, quantize.Options{Type: tensor.NVFP4}); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
+}
+
 // BenchmarkForwardMultiDecode decodes one token per pass for each of 1, 2,
 // 4 and 8 sequences (ForwardMulti) on the synthetic qwen35 bench model in
 // Q8_0 with an F16 KV cache, with 1 and 2 threads. "tok/s" is the
@@ -39,7 +66,17 @@ func benchSynthQ8(b *testing.B) *gguf.File {
 // process's CPU time instead, the figure to trust on a shared machine
 // (with 2 threads it counts both).
 func BenchmarkForwardMultiDecode(b *testing.B) {
-	f := benchSynthQ8(b)
+	benchMultiDecode(b, benchSynthQ8(b))
+}
+
+// BenchmarkForwardNVFP4MultiDecode is BenchmarkForwardMultiDecode on the
+// bench model in NVFP4, W4A8 (the pool's default: Q8_0 activations, as
+// llama.cpp's CPU backend).
+func BenchmarkForwardNVFP4MultiDecode(b *testing.B) {
+	benchMultiDecode(b, benchSynthNVFP4(b))
+}
+
+func benchMultiDecode(b *testing.B, f *gguf.File) {
 	for _, threads := range []int{1, 2} {
 		for _, k := range []int{1, 2, 4, 8} {
 			b.Run(fmt.Sprintf("threads=%d/seqs=%d", threads, k), func(b *testing.B) {

@@ -12,17 +12,11 @@
 // such a CPU would fault on.
 //
 // VPDPBUSD multiplies unsigned bytes by signed bytes and adds each group
-// of four products to a dword. One side is offset by 128 to make it
-// unsigned and the accumulator starts at the correction, -128 times the
-// sum of the other side's four bytes:
-//   - the tile kernels (several vectors) take the activation quants as
-//     the unsigned side (the packer stores them XOR 0x80) and the weights
-//     as they are, so the correction belongs to the weight block and
-//     serves every vector of the group;
-//   - the one-vector kernels take the weights as the unsigned side (Q8_0:
-//     XOR 0x80; NVFP4: a table of 128 + the doubled E2M1 values) and the
-//     quants as they are, so the correction belongs to the activation
-//     block and serves the four rows.
+// of four products to a dword. The weights are the unsigned side, offset
+// by 128 (Q8_0: XOR 0x80; NVFP4: a table of 128 + the doubled E2M1
+// values), the activation quants the signed side as they are, and the
+// accumulator starts at the correction, -128 times the sum of each four
+// quants, which packVNNI stores with them.
 // Every partial sum stays far inside int32, so each dword is the exact
 // integer sum of the four products: twin lane k's isum, -128 quants
 // included. Then, as the twins: lane = fma(d, float32(isum), lane), d the
@@ -73,12 +67,6 @@
 	VADDSS X12, X13, X13; \
 	VMOVSS X13, addr
 
-DATA avnni80<>+0(SB)/8, $0x8080808080808080
-DATA avnni80<>+8(SB)/8, $0x8080808080808080
-DATA avnni80<>+16(SB)/8, $0x8080808080808080
-DATA avnni80<>+24(SB)/8, $0x8080808080808080
-GLOBL avnni80<>(SB), RODATA|NOPTR, $32
-
 DATA avnni0F<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA avnni0F<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA avnni0F<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -97,11 +85,8 @@ DATA avnniW7F<>+0(SB)/8, $0x007f007f007f007f
 DATA avnniW7F<>+8(SB)/8, $0x007f007f007f007f
 GLOBL avnniW7F<>(SB), RODATA|NOPTR, $16
 
-// ggml's doubled E2M1 values (kvalues_fp4), for VPSHUFB: signed for the
-// tiles, plus 128 for the one-vector kernel.
-DATA avnniE2M1<>+0(SB)/8, $0x0c08060403020100
-DATA avnniE2M1<>+8(SB)/8, $0xf4f8fafcfdfeff00
-GLOBL avnniE2M1<>(SB), RODATA|NOPTR, $16
+// 128 + ggml's doubled E2M1 values (kvalues_fp4), for VPSHUFB: the
+// weights as the unsigned side.
 DATA avnniE2M1U<>+0(SB)/8, $0x8c88868483828180
 DATA avnniE2M1U<>+8(SB)/8, $0x74787a7c7d7e7f80
 GLOBL avnniE2M1U<>(SB), RODATA|NOPTR, $16
@@ -147,27 +132,23 @@ GLOBL avnniE2M1U<>(SB), RODATA|NOPTR, $16
 // ---------------------------------------------------------------- Q8_0 tiles
 
 // AQ8WEIGHT readies the weight block at 0(SI): Y8 its F16 scale as F32 in
-// every lane, Y9 its quants, Y10 their correction. Y14: bytes 0x80.
-// Clobbers Y11.
+// every lane, Y9 its quants XOR 0x80 (unsigned). Y14: bytes 0x80.
 #define AQ8WEIGHT \
 	VPBROADCASTW (SI), X8; \
 	VCVTPH2PS X8, Y8; \
 	VMOVDQU 2(SI), Y9; \
-	VPXOR Y10, Y10, Y10; \
-	VPDPBUSDY(9, 14, 10); \
-	VPXOR Y11, Y11, Y11; \
-	VPSUBD Y10, Y11, Y10
+	VPXOR Y14, Y9, Y9
 
-// AQ8PAIR adds the block of one vector (quants at q(DI), unsigned; its
-// scale at dx(DI)) into acc, d = the weight scale (Y8) times the vector's,
-// rounded to F32 as dotQ8's. (One VMULPS per pair: computing the group's
-// eight products at once and reading them back from the stack, as
-// gemm_amd64.s does, ran some 20% slower on a Zen 5, the loads waiting
-// on the store.)
-#define AQ8PAIR(q, dx, acc) \
+// AQ8PAIR adds the block of one vector (quants at q(DI), signed; their
+// corrections at c(DI), its scale at dx(DI)) into acc, d = the weight
+// scale (Y8) times the vector's, rounded to F32 as dotQ8's. (One VMULPS
+// per pair: computing the group's eight products at once and reading them
+// back from the stack, as gemm_amd64.s does, ran some 20% slower on a Zen
+// 5, the loads waiting on the store.)
+#define AQ8PAIR(q, c, dx, acc) \
 	VMOVDQU q(DI), Y11; \
-	VMOVDQA Y10, Y12; \
-	VPDPBUSDY(9, 11, 12); \
+	VMOVDQU c(DI), Y12; \
+	VPDPBUSDY(11, 9, 12); \
 	VCVTDQ2PS Y12, Y12; \
 	VBROADCASTSS dx(DI), Y13; \
 	VMULPS Y13, Y8, Y13; \
@@ -190,16 +171,16 @@ aq8t8row:
 
 aq8t8loop:
 	AQ8WEIGHT
-	AQ8PAIR(0, 256, Y0)
-	AQ8PAIR(32, 260, Y1)
-	AQ8PAIR(64, 264, Y2)
-	AQ8PAIR(96, 268, Y3)
-	AQ8PAIR(128, 272, Y4)
-	AQ8PAIR(160, 276, Y5)
-	AQ8PAIR(192, 280, Y6)
-	AQ8PAIR(224, 284, Y7)
+	AQ8PAIR(0, 256, 512, Y0)
+	AQ8PAIR(32, 288, 516, Y1)
+	AQ8PAIR(64, 320, 520, Y2)
+	AQ8PAIR(96, 352, 524, Y3)
+	AQ8PAIR(128, 384, 528, Y4)
+	AQ8PAIR(160, 416, 532, Y5)
+	AQ8PAIR(192, 448, 536, Y6)
+	AQ8PAIR(224, 480, 540, Y7)
 	ADDQ $34, SI
-	ADDQ $288, DI
+	ADDQ $544, DI
 	DECQ CX
 	JNZ aq8t8loop
 
@@ -236,12 +217,12 @@ aq8t4row:
 
 aq8t4loop:
 	AQ8WEIGHT
-	AQ8PAIR(0, 128, Y0)
-	AQ8PAIR(32, 132, Y1)
-	AQ8PAIR(64, 136, Y2)
-	AQ8PAIR(96, 140, Y3)
+	AQ8PAIR(0, 128, 256, Y0)
+	AQ8PAIR(32, 160, 260, Y1)
+	AQ8PAIR(64, 192, 264, Y2)
+	AQ8PAIR(96, 224, 268, Y3)
 	ADDQ $34, SI
-	ADDQ $144, DI
+	ADDQ $272, DI
 	DECQ CX
 	JNZ aq8t4loop
 
@@ -275,10 +256,10 @@ aq8t2row:
 
 aq8t2loop:
 	AQ8WEIGHT
-	AQ8PAIR(0, 64, Y0)
-	AQ8PAIR(32, 68, Y1)
+	AQ8PAIR(0, 64, 128, Y0)
+	AQ8PAIR(32, 96, 132, Y1)
 	ADDQ $34, SI
-	ADDQ $72, DI
+	ADDQ $136, DI
 	DECQ CX
 	JNZ aq8t2loop
 
@@ -334,18 +315,14 @@ aq8vrow:
 
 aq8vloop:
 	VMOVDQU (DI), Y4
-	VPXOR Y7, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPDPBUSDY(4, 7, 5)
-	VPXOR Y6, Y6, Y6
-	VPSUBD Y5, Y6, Y5
-	VBROADCASTSS 32(DI), Y6
+	VMOVDQU 32(DI), Y5
+	VBROADCASTSS 64(DI), Y6
 	AQ8VROW((SI), 2(SI), Y0)
 	AQ8VROW((SI)(R8*1), 2(SI)(R8*1), Y1)
 	AQ8VROW((SI)(R8*2), 2(SI)(R8*2), Y2)
 	AQ8VROW((SI)(R9*1), 2(SI)(R9*1), Y3)
 	ADDQ $34, SI
-	ADDQ $36, DI
+	ADDQ $68, DI
 	DECQ CX
 	JNZ aq8vloop
 
@@ -386,39 +363,36 @@ aq8vloop:
 	VPSHUFB w, tab, w
 
 // The NVFP4 tiles take one half block (two sub-blocks, a packed Q8_0
-// block of the group, s*36 bytes) at a time, all vectors, then the other:
+// block of the group, s*68 bytes) at a time, all vectors, then the other:
 // each lane still gets half 0's term before half 1's. Registers: Y0-Y7 the
-// accumulators; Y8 the half's signed weights (in nibble order), Y9 their
-// correction, Y10 the lane scales UE4M3 * 2^-8 of the half ([s s' s s' ]
+// accumulators; Y8 the half's unsigned weights (in nibble order), Y10 the
+// lane scales UE4M3 * 2^-8 of the half ([s s' s s' ]
 // by register lanes 0 1 4 5 2 3 6 7: lanes 0, 1, 4, 5 belong to the
 // first sub-block of the half, 2, 3, 6, 7 to the second), Y11-Y13
-// scratch, Y14 the signed table, Y15 the block's scales.
+// scratch, Y14 the table of 128 + the doubled values, Y15 the block's
+// scales.
 
 // ANVHALF readies half h of the block at SI: codes at codes(SI), lane
 // scales picked from Y15 by perm.
 #define ANVHALF(codes, perm) \
 	VPERMILPS perm, Y15, Y10; \
-	ANVWEIGHTS(codes(SI), Y8, Y14); \
-	VMOVDQU avnni80<>(SB), Y11; \
-	VPXOR Y9, Y9, Y9; \
-	VPDPBUSDY(8, 11, 9); \
-	VPXOR Y12, Y12, Y12; \
-	VPSUBD Y9, Y12, Y9
+	ANVWEIGHTS(codes(SI), Y8, Y14)
 
-// ANVPAIR adds one vector's half block (quants at q(DI), unsigned; its
-// factor d*128 at dx(DI)) into acc. Lane scale (UE4M3 * 2^-8) * (d *
-// 128), both exact: dotNVFP4Q8's rounded UE4M3/2 * d.
-#define ANVPAIR(q, dx, acc) \
+// ANVPAIR adds one vector's half block (quants at q(DI), signed; their
+// corrections at c(DI), its factor d*128 at dx(DI)) into acc. Lane scale
+// (UE4M3 * 2^-8) * (d * 128), both exact: dotNVFP4Q8's rounded UE4M3/2 *
+// d.
+#define ANVPAIR(q, c, dx, acc) \
 	VMOVDQU q(DI), Y11; \
-	VMOVDQA Y9, Y12; \
-	VPDPBUSDY(8, 11, 12); \
+	VMOVDQU c(DI), Y12; \
+	VPDPBUSDY(11, 8, 12); \
 	VCVTDQ2PS Y12, Y12; \
 	VBROADCASTSS dx(DI), Y13; \
 	VMULPS Y13, Y10, Y13; \
 	VFMADD231PS Y12, Y13, acc
 
 #define ANVTABLE \
-	VBROADCASTI128 avnniE2M1<>(SB), Y14
+	VBROADCASTI128 avnniE2M1U<>(SB), Y14
 
 // func nvAvxVnniTile8(row *byte, rb, nrows int, act *byte, nblk int, dst *float32, dstride, used int)
 // s = 8 (used = 8). nrows > 0, nblk > 0.
@@ -433,25 +407,25 @@ anvt8row:
 anvt8loop:
 	ANVSCALES((SI))
 	ANVHALF(4, $0x50)
-	ANVPAIR(0, 256, Y0)
-	ANVPAIR(32, 260, Y1)
-	ANVPAIR(64, 264, Y2)
-	ANVPAIR(96, 268, Y3)
-	ANVPAIR(128, 272, Y4)
-	ANVPAIR(160, 276, Y5)
-	ANVPAIR(192, 280, Y6)
-	ANVPAIR(224, 284, Y7)
+	ANVPAIR(0, 256, 512, Y0)
+	ANVPAIR(32, 288, 516, Y1)
+	ANVPAIR(64, 320, 520, Y2)
+	ANVPAIR(96, 352, 524, Y3)
+	ANVPAIR(128, 384, 528, Y4)
+	ANVPAIR(160, 416, 532, Y5)
+	ANVPAIR(192, 448, 536, Y6)
+	ANVPAIR(224, 480, 540, Y7)
 	ANVHALF(20, $0xFA)
-	ANVPAIR(288, 544, Y0)
-	ANVPAIR(320, 548, Y1)
-	ANVPAIR(352, 552, Y2)
-	ANVPAIR(384, 556, Y3)
-	ANVPAIR(416, 560, Y4)
-	ANVPAIR(448, 564, Y5)
-	ANVPAIR(480, 568, Y6)
-	ANVPAIR(512, 572, Y7)
+	ANVPAIR(544, 800, 1056, Y0)
+	ANVPAIR(576, 832, 1060, Y1)
+	ANVPAIR(608, 864, 1064, Y2)
+	ANVPAIR(640, 896, 1068, Y3)
+	ANVPAIR(672, 928, 1072, Y4)
+	ANVPAIR(704, 960, 1076, Y5)
+	ANVPAIR(736, 992, 1080, Y6)
+	ANVPAIR(768, 1024, 1084, Y7)
 	ADDQ $36, SI
-	ADDQ $576, DI
+	ADDQ $1088, DI
 	DECQ CX
 	JNZ anvt8loop
 
@@ -489,17 +463,17 @@ anvt4row:
 anvt4loop:
 	ANVSCALES((SI))
 	ANVHALF(4, $0x50)
-	ANVPAIR(0, 128, Y0)
-	ANVPAIR(32, 132, Y1)
-	ANVPAIR(64, 136, Y2)
-	ANVPAIR(96, 140, Y3)
+	ANVPAIR(0, 128, 256, Y0)
+	ANVPAIR(32, 160, 260, Y1)
+	ANVPAIR(64, 192, 264, Y2)
+	ANVPAIR(96, 224, 268, Y3)
 	ANVHALF(20, $0xFA)
-	ANVPAIR(144, 272, Y0)
-	ANVPAIR(176, 276, Y1)
-	ANVPAIR(208, 280, Y2)
-	ANVPAIR(240, 284, Y3)
+	ANVPAIR(272, 400, 528, Y0)
+	ANVPAIR(304, 432, 532, Y1)
+	ANVPAIR(336, 464, 536, Y2)
+	ANVPAIR(368, 496, 540, Y3)
 	ADDQ $36, SI
-	ADDQ $288, DI
+	ADDQ $544, DI
 	DECQ CX
 	JNZ anvt4loop
 
@@ -534,13 +508,13 @@ anvt2row:
 anvt2loop:
 	ANVSCALES((SI))
 	ANVHALF(4, $0x50)
-	ANVPAIR(0, 64, Y0)
-	ANVPAIR(32, 68, Y1)
+	ANVPAIR(0, 64, 128, Y0)
+	ANVPAIR(32, 96, 132, Y1)
 	ANVHALF(20, $0xFA)
-	ANVPAIR(72, 136, Y0)
-	ANVPAIR(104, 140, Y1)
+	ANVPAIR(136, 200, 264, Y0)
+	ANVPAIR(168, 232, 268, Y1)
 	ADDQ $36, SI
-	ADDQ $144, DI
+	ADDQ $272, DI
 	DECQ CX
 	JNZ anvt2loop
 
@@ -607,26 +581,18 @@ anvvrow:
 	AZERO4
 
 anvvloop:
-	VMOVDQU avnni80<>(SB), Y12
 	VMOVDQU (DI), Y4
-	VPXOR Y12, Y4, Y4
-	VMOVDQU 36(DI), Y5
-	VPXOR Y12, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	VPDPBUSDY(4, 12, 6)
-	VPDPBUSDY(5, 12, 7)
-	VPXOR Y13, Y13, Y13
-	VPSUBD Y6, Y13, Y6
-	VPSUBD Y7, Y13, Y7
-	VBROADCASTSS 32(DI), Y8
-	VBROADCASTSS 68(DI), Y9
+	VMOVDQU 68(DI), Y5
+	VMOVDQU 32(DI), Y6
+	VMOVDQU 100(DI), Y7
+	VBROADCASTSS 64(DI), Y8
+	VBROADCASTSS 132(DI), Y9
 	ANVVROW((SI), 4(SI), 20(SI), Y0)
 	ANVVROW((SI)(R8*1), 4(SI)(R8*1), 20(SI)(R8*1), Y1)
 	ANVVROW((SI)(R8*2), 4(SI)(R8*2), 20(SI)(R8*2), Y2)
 	ANVVROW((SI)(R9*1), 4(SI)(R9*1), 20(SI)(R9*1), Y3)
 	ADDQ $36, SI
-	ADDQ $72, DI
+	ADDQ $136, DI
 	DECQ CX
 	JNZ anvvloop
 

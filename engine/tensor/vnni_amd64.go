@@ -24,14 +24,18 @@ var hasAVX512VNNI = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW &&
 	cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 
 // vnniActBytes is the size of one packed activation block of one vector
-// (one Q8_0 block: 32 quants, one scale), as q8ActBytes.
-const vnniActBytes = 36
+// (one Q8_0 block): 32 quants, their eight corrections of four bytes and
+// the scale (packVNNI).
+const vnniActBytes = 68
 
 //go:noescape
 func q8VnniTile8(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
 
 //go:noescape
 func q8VnniTile4(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
+
+//go:noescape
+func q8VnniTile3(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
 
 //go:noescape
 func q8VnniTile2(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
@@ -44,6 +48,9 @@ func nvVnniTile8(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *f
 
 //go:noescape
 func nvVnniTile4(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
+
+//go:noescape
+func nvVnniTile3(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
 
 //go:noescape
 func nvVnniTile2(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
@@ -74,11 +81,13 @@ func vnniSlots(n int) int {
 // packVNNI copies the Q8_0 activation blocks of vector v (one of n) into
 // its group's layout in dst (vnni_amd64.s): a group of s vectors at v0
 // starts at v0*len(act)*vnniActBytes and holds, block after block, the s
-// vectors' 32 quants XOR 0x80 (the unsigned side of the tiles' VPDPBUSD),
+// vectors' 32 quants as they are (the signed side of the kernels'
+// VPDPBUSD), then their corrections (eight dwords each: -128 times the sum
+// of each four quants, which undoes the offset of the unsigned weights),
 // then their s scales. nibble (W4A8) stores each block's quants in the
-// NVFP4 weights' nibble order (quadwords 0, 2, 1, 3, as packNVQ8Tile) and
-// the scale times 128 (exact). The last vector of a group clears the
-// padding after it.
+// NVFP4 weights' nibble order (quadwords 0, 2, 1, 3, as packNVQ8Tile), the
+// corrections of the quants in that order, and the scale times 128
+// (exact). The last vector of a group clears the padding after it.
 func packVNNI(dst []byte, act []q8Act, v, n int, nibble bool) {
 	v0, s, used := vnniGroup(v, n)
 	k := v - v0
@@ -90,21 +99,25 @@ func packVNNI(dst []byte, act []q8Act, v, n int, nibble bool) {
 		src := (*[32]byte)(int8Bytes(a.q[:]))
 		if nibble {
 			for i := 0; i < 8; i++ {
-				q[i], q[8+i], q[16+i], q[24+i] = src[i]^0x80, src[16+i]^0x80, src[8+i]^0x80, src[24+i]^0x80
+				q[i], q[8+i], q[16+i], q[24+i] = src[i], src[16+i], src[8+i], src[24+i]
 			}
 		} else {
-			for i := range q {
-				q[i] = src[i] ^ 0x80
-			}
+			*q = *src
+		}
+		c := (*[32]byte)(blk[32*s+32*k : 32*s+32*k+32])
+		for j := 0; j < 8; j++ {
+			sum := int32(int8(q[4*j])) + int32(int8(q[4*j+1])) + int32(int8(q[4*j+2])) + int32(int8(q[4*j+3]))
+			binary.LittleEndian.PutUint32(c[4*j:], uint32(-128*sum))
 		}
 		d := a.d
 		if nibble {
 			d *= 128
 		}
-		binary.LittleEndian.PutUint32(blk[32*s+4*k:], math.Float32bits(d))
+		binary.LittleEndian.PutUint32(blk[64*s+4*k:], math.Float32bits(d))
 		if k == used-1 {
 			clear(blk[32*used : 32*s])
-			clear(blk[32*s+4*used:])
+			clear(blk[32*s+32*used : 64*s])
+			clear(blk[64*s+4*used:])
 		}
 	}
 }
@@ -135,7 +148,11 @@ func gemmQ8VnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte
 		case 2:
 			vnniTileRows(q8VnniTile2, dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		case 4:
-			vnniTileRows(q8VnniTile4, dst, data, rb, lo, hi, rows, a, nb, v0, used)
+			tile := q8VnniTile4
+			if used == 3 {
+				tile = q8VnniTile3
+			}
+			vnniTileRows(tile, dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		default:
 			vnniTileRows(q8VnniTile8, dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		}
@@ -162,7 +179,11 @@ func gemmNVVnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte
 		case 2:
 			vnniTileRows(nvVnniTile2, dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		case 4:
-			vnniTileRows(nvVnniTile4, dst, data, rb, lo, hi, rows, a, nb, v0, used)
+			tile := nvVnniTile4
+			if used == 3 {
+				tile = nvVnniTile3
+			}
+			vnniTileRows(tile, dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		default:
 			vnniTileRows(nvVnniTile8, dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		}

@@ -4,33 +4,40 @@
 // weights, and NVFP4 weights with Q8_0 activations (W4A8), each (row,
 // vector) pair keeping the eight lane accumulators of its plain-Go twin
 // (dotQ8, dotNVFP4Q8) in the same order, so the same bits. A 512-bit
-// register holds two such pairs side by side: two vectors of one row (the
-// tile kernels) or two rows of one vector (the one-vector kernels).
+// register holds two such pairs side by side: two rows of one vector, row
+// A's lanes in the low half and row B's in the high.
 //
 // The integer sums come from VPDPBUSD, which multiplies unsigned bytes by
-// signed bytes and adds each group of four products to a dword. One side
-// is offset by 128 to make it unsigned and the accumulator starts at the
-// correction, -128 times the sum of the other side's four bytes:
-//   - the tile kernels take the activation quants as the unsigned side
-//     (the packer stores them XOR 0x80) and the weights as they are, so
-//     the correction belongs to the weight block and serves every vector;
-//   - the one-vector kernels take the weights as the unsigned side (Q8_0:
-//     XOR 0x80; NVFP4: a table of 128 + the doubled E2M1 values) and the
-//     quants as they are, so the correction belongs to the activation
-//     block and serves every row.
-// Every partial sum stays far inside int32, so each dword is the exact
-// integer sum of the four products: twin lane k's isum, -128 quants
-// included. Then, as the twins: lane = fma(d, float32(isum), lane), d the
-// product of the two scales rounded to F32. At the end VHSUM adds each
-// group of eight lanes in hsum8's order.
+// signed bytes and adds each group of four products to a dword. The
+// weights are the unsigned side, offset by 128 (Q8_0: XOR 0x80; NVFP4: a
+// table of 128 + the doubled E2M1 values), the activation quants the
+// signed side as they are, and the accumulator starts at the correction,
+// -128 times the sum of each four quants, which packVNNI stores with the
+// quants: it belongs to the activation block and serves every row. Every
+// partial sum stays far inside int32, so each dword is the exact integer
+// sum of the four products: twin lane k's isum, -128 quants included.
+// Then, as the twins: lane = fma(d, float32(isum), lane), d the product of
+// the two scales rounded to F32 (the weight's scale first, as the AVX2
+// kernels have it). At the end VHSUM adds each group of eight lanes in
+// hsum8's order.
 //
 // Activations come packed per group of s vectors (1, 2, 4 or 8), block
-// after block (vnniActBytes = 36 bytes per vector and Q8_0 block): the s
-// vectors' 32 quants XOR 0x80, then their s scales d (NVFP4: d*128, and
-// the quants in the weights' nibble order). Two neighbouring vectors'
-// quants are one 64-byte load.
+// after block (vnniActBytes = 68 bytes per vector and Q8_0 block): the s
+// vectors' 32 quants, then their s times eight corrections (dwords), then
+// their s scales d (NVFP4: d*128, and the quants in the weights' nibble
+// order). Padding vectors are zero throughout and are not computed: the
+// tiles of three vectors read a group of four.
 //
-// Constant registers: Z31 bytes 0x80, Z15 zero.
+// Per (row pair, block) a Q8_0 tile spends three instructions on the
+// weights (an insert for the second row, the XOR, a merged broadcast of
+// the second row's scale, which f16Table turns into F32 without a
+// conversion) and then four per vector and 32 quants: VPDPBUSD, VCVTDQ2PS,
+// VMULPS (the vector's scale broadcast from memory) and VFMADD231PS, all
+// of which run on either 512-bit port, and no shuffle. (The kernels before
+// this layout took the quants as the unsigned side, so they computed the
+// correction of each weight block, converted its F16 scale and spread
+// the vectors' scales over the halves with VPERMPS: some 28 instructions
+// per row pair and four vectors where these take 19.)
 
 // VHSUM stores hsum8 of lanes 0-7 of acc at o0 and of lanes 8-15 at o1:
 // ((l0+l4) + (l2+l6)) + ((l1+l5) + (l3+l7)), operand for operand as
@@ -46,16 +53,6 @@
 	VEXTRACTF32X4 $2, Z24, X23; \
 	VMOVSS X23, o1
 
-// VHSUMLO is VHSUM for lanes 0-7 only.
-#define VHSUMLO(acc, o0) \
-	VSHUFF32X4 $0xB1, acc, acc, Z24; \
-	VADDPS Z24, acc, Z24; \
-	VPERMILPS $0x4E, Z24, Z23; \
-	VADDPS Z23, Z24, Z24; \
-	VMOVSHDUP Z24, Z23; \
-	VADDPS Z23, Z24, Z24; \
-	VMOVSS X24, o0
-
 // VHSUMNV is VHSUM for register lanes holding twin lanes 0 1 4 5 2 3 6 7
 // (the NVFP4 kernels): ((r0+r2) + (r4+r6)) + ((r1+r3) + (r5+r7)), hsum8
 // in the twin's order.
@@ -70,241 +67,231 @@
 	VEXTRACTF32X4 $2, Z24, X23; \
 	VMOVSS X23, o1
 
-#define VHSUMNVLO(acc, o0) \
-	VPERMILPS $0x4E, acc, Z24; \
-	VADDPS Z24, acc, Z24; \
-	VSHUFF32X4 $0xB1, Z24, Z24, Z23; \
-	VADDPS Z23, Z24, Z24; \
-	VMOVSHDUP Z24, Z23; \
-	VADDPS Z23, Z24, Z24; \
-	VMOVSS X24, o0
-
-// VPERMPS indices: scale k of a ymm to lanes 0-7, scale k+1 to 8-15.
-DATA vnniPair<>+0(SB)/8, $0x0000000000000000
-DATA vnniPair<>+8(SB)/8, $0x0000000000000000
-DATA vnniPair<>+16(SB)/8, $0x0000000000000000
-DATA vnniPair<>+24(SB)/8, $0x0000000000000000
-DATA vnniPair<>+32(SB)/8, $0x0000000100000001
-DATA vnniPair<>+40(SB)/8, $0x0000000100000001
-DATA vnniPair<>+48(SB)/8, $0x0000000100000001
-DATA vnniPair<>+56(SB)/8, $0x0000000100000001
-GLOBL vnniPair<>(SB), RODATA|NOPTR, $64
-
-// CONSTS sets Z31 to bytes 0x80 and Z15 to zero.
-#define CONSTS \
-	MOVL $0x80, AX; \
-	VPBROADCASTB AX, Z31; \
-	VPXORD Z15, Z15, Z15
-
-// PAIRIDX sets the VPERMPS indices of the vector pairs: Z30 pair (0,1),
-// Z29 (2,3), Z28 (4,5), Z27 (6,7). Clobbers AX, Z26.
-#define PAIRIDX \
-	VMOVDQU32 vnniPair<>(SB), Z30; \
-	MOVL $2, AX; \
-	VPBROADCASTD AX, Z26; \
-	VPADDD Z26, Z30, Z29; \
-	VPADDD Z26, Z29, Z28; \
-	VPADDD Z26, Z28, Z27
-
-// NEGCORR sets c to -128 times the sum of each four signed bytes of b:
-// the accumulator start that undoes the offset of the unsigned side.
-#define NEGCORR(b, c) \
-	VPXORD c, c, c; \
-	VPDPBUSD b, Z31, c; \
-	VPSUBD c, Z15, c
+// VPREFETCH is how far ahead the kernels prefetch their weight streams
+// (the tiles into L2, PREFETCHT1; the one-vector kernels into L1). The
+// tiles spend more time on each block than the hardware prefetchers
+// expect of a stream, and those stop at every 4 KiB page. With weights
+// from memory (BenchmarkVNNIStream, Emerald Rapids) the tiles of four and
+// eight vectors ran some 1.2-1.35x faster with it, the one-vector kernels
+// some 1.1x; with weights in L3 the tiles gain nothing and the one-vector
+// kernels lose a few percent.
+#define VPREFETCH 2048
 
 // The tile kernels run pairs of rows A and B = A + rstride against a
 // group of s vectors: npairs pairs, A advancing by rb bytes. The outputs
 // of vector k go to dst + k*dstride bytes, row B's drow bytes after row
-// A's; the first `used` vectors of the group are stored. Registers: R11
-// row A, R12 the group's blocks, R13 nblk, BX the pairs left, DX the
-// outputs of row A for vector 0, R9 dstride, R10 drow, R14 used.
+// A's; the tiles of three vectors take the first three of a group of
+// four, the others all s (used says the same). Registers: R11 row A, R12
+// the group's blocks, BX the pairs left, DX the outputs of row A for
+// vector 0, R8 rstride, R9 dstride, R10 drow; SI, DI, CX the current
+// blocks and how many are left; AX, R13 scratch. K1 = 0xFF00 selects the
+// high half's dwords (row B).
 #define VTILEINIT \
 	MOVQ row+0(FP), R11; \
 	MOVQ rstride+16(FP), R8; \
 	MOVQ npairs+24(FP), BX; \
 	MOVQ act+32(FP), R12; \
-	MOVQ nblk+40(FP), R13; \
 	MOVQ dst+48(FP), DX; \
 	MOVQ dstride+56(FP), R9; \
 	MOVQ drow+64(FP), R10; \
-	MOVQ used+72(FP), R14; \
-	CONSTS; \
-	PAIRIDX
+	MOVL $0xFF00, AX; \
+	KMOVW AX, K1
+
+#define VTILEROW \
+	MOVQ R11, SI; \
+	MOVQ R12, DI; \
+	MOVQ nblk+40(FP), CX
 
 #define VTILENEXT \
 	ADDQ rb+8(FP), R11; \
 	ADDQ $4, DX; \
 	DECQ BX
 
-#define ZERO8 \
+#define ZERO2 \
 	VPXORD Z0, Z0, Z0; \
-	VPXORD Z1, Z1, Z1; \
-	VPXORD Z2, Z2, Z2; \
-	VPXORD Z3, Z3, Z3; \
+	VPXORD Z1, Z1, Z1
+
+#define ZERO3 \
+	ZERO2; \
+	VPXORD Z2, Z2, Z2
+
+#define ZERO4 \
+	ZERO3; \
+	VPXORD Z3, Z3, Z3
+
+#define ZERO8 \
+	ZERO4; \
 	VPXORD Z4, Z4, Z4; \
 	VPXORD Z5, Z5, Z5; \
 	VPXORD Z6, Z6, Z6; \
 	VPXORD Z7, Z7, Z7
 
-// VPAIR adds the vectors of one pair of the group (quants at q(DI),
-// unsigned) into accA (row A) and accB (row B): wA, wB the rows' signed
-// weight bytes in both halves, cA, cB their corrections; dA, dB (ymm
-// lanes k) the products d of each row's scale with vector k's, spread to
-// the pair's halves by VPERMPS with idx.
-#define VPAIR(q, idx, wA, wB, cA, cB, dA, dB, accA, accB) \
-	VMOVDQU8 q(DI), Z20; \
-	VMOVDQA32 cA, Z19; \
-	VMOVDQA32 cB, Z18; \
-	VPDPBUSD wA, Z20, Z19; \
-	VPDPBUSD wB, Z20, Z18; \
-	VPERMPS dA, idx, Z17; \
-	VPERMPS dB, idx, Z16; \
-	VCVTDQ2PS Z19, Z19; \
-	VCVTDQ2PS Z18, Z18; \
-	VFMADD231PS Z19, Z17, accA; \
-	VFMADD231PS Z18, Z16, accB
+// VSTORE stores acc's sums (rows A and B of one vector, at AX) and moves
+// AX on to the next vector's outputs.
+#define VSTORE(hsum, acc) \
+	hsum(acc, (AX), (AX)(R10*1)); \
+	ADDQ R9, AX
 
-// VSTOREPAIR stores pair p's sums (accA row A, accB row B) for vectors
-// 2p (at AX) and 2p+1 (at AX + R9). Clobbers CX.
-#define VSTOREPAIR(hsum, accA, accB) \
-	LEAQ (AX)(R9*1), CX; \
-	hsum(accA, (AX), (CX)); \
-	hsum(accB, (AX)(R10*1), (CX)(R10*1))
+// VVEC adds one vector of the group (quants at q(DI), corrections at
+// c(DI), scale at d(DI)) into acc for rows A and B: w the rows' unsigned
+// weights, s their scales (each row's in its half), so that lane =
+// fma(s*d, isum, lane). Clobbers tq, tc, td.
+#define VVEC(q, c, d, w, s, acc, tq, tc, td) \
+	VBROADCASTI64X4 q(DI), tq; \
+	VBROADCASTI64X4 c(DI), tc; \
+	VPDPBUSD tq, w, tc; \
+	VMULPS.BCST d(DI), s, td; \
+	VCVTDQ2PS tc, tc; \
+	VFMADD231PS tc, td, acc
 
 // ---------------------------------------------------------------- Q8_0 tiles
 
-// Q8WEIGHTS readies block 0(SI) of row A and (SI)(R8) of row B: Z26 and
-// Z25 their quants in both halves, Z24 and Z23 their corrections, Z22 and
-// Z21 their F16 scales as F32 in every lane.
-#define Q8WEIGHTS \
-	VBROADCASTI64X4 2(SI), Z26; \
-	VBROADCASTI64X4 2(SI)(R8*1), Z25; \
-	NEGCORR(Z26, Z24); \
-	NEGCORR(Z25, Z23); \
-	VPBROADCASTW (SI), Y22; \
-	VPBROADCASTW (SI)(R8*1), Y21; \
-	VCVTPH2PS Y22, Z22; \
-	VCVTPH2PS Y21, Z21
+// Q8TILEINIT is VTILEINIT plus R14 f16Table and Z31 bytes 0x80.
+#define Q8TILEINIT \
+	VTILEINIT; \
+	MOVQ ·f16Table(SB), R14; \
+	MOVL $0x80, AX; \
+	VPBROADCASTB AX, Z31
 
-#define Q8PAIR(q, idx, accA, accB) VPAIR(q, idx, Z26, Z25, Z24, Z23, Z22, Z21, accA, accB)
+// Q8ROWS readies block (SI) of rows A and B = (SI)(R8): Z8 their F16
+// scales as F32 (f16Table), A's in lanes 0-7 and B's in 8-15, Z9 their
+// quants XOR 0x80, A's in the low half and B's in the high. It prefetches
+// both streams VPREFETCH bytes ahead into L2.
+#define Q8ROWS \
+	PREFETCHT1 VPREFETCH(SI); \
+	PREFETCHT1 VPREFETCH(SI)(R8*1); \
+	MOVWLZX (SI), AX; \
+	MOVWLZX (SI)(R8*1), R13; \
+	VBROADCASTSS (R14)(AX*4), Z8; \
+	VBROADCASTSS (R14)(R13*4), K1, Z8; \
+	VMOVDQU 2(SI), Y9; \
+	VINSERTI64X4 $1, 2(SI)(R8*1), Z9, Z9; \
+	VPXORD Z31, Z9, Z9
+
+// Q8VEC(k, s, acc) adds vector k of a group of s into acc.
+#define Q8VEC(q, c, d, acc, tq, tc, td) VVEC(q, c, d, Z9, Z8, acc, tq, tc, td)
+
+#define Q8NEXT(stride) \
+	ADDQ $34, SI; \
+	ADDQ $stride, DI; \
+	DECQ CX
 
 // func q8VnniTile8(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
 // s = 8 (used = 8). npairs > 0, nblk > 0.
 TEXT ·q8VnniTile8(SB), NOSPLIT, $0-80
-	VTILEINIT
+	Q8TILEINIT
 
 q8v8row:
-	MOVQ R11, SI
-	MOVQ R12, DI
-	MOVQ R13, CX
+	VTILEROW
 	ZERO8
 
 q8v8loop:
-	Q8WEIGHTS
-	VMULPS 256(DI), Y22, Y22
-	VMULPS 256(DI), Y21, Y21
-	Q8PAIR(0, Z30, Z0, Z4)
-	Q8PAIR(64, Z29, Z1, Z5)
-	Q8PAIR(128, Z28, Z2, Z6)
-	Q8PAIR(192, Z27, Z3, Z7)
-	ADDQ $34, SI
-	ADDQ $288, DI
-	DECQ CX
+	Q8ROWS
+	Q8VEC(0, 256, 512, Z0, Z10, Z11, Z12)
+	Q8VEC(32, 288, 516, Z1, Z13, Z14, Z15)
+	Q8VEC(64, 320, 520, Z2, Z16, Z17, Z18)
+	Q8VEC(96, 352, 524, Z3, Z19, Z20, Z21)
+	Q8VEC(128, 384, 528, Z4, Z10, Z11, Z12)
+	Q8VEC(160, 416, 532, Z5, Z13, Z14, Z15)
+	Q8VEC(192, 448, 536, Z6, Z16, Z17, Z18)
+	Q8VEC(224, 480, 540, Z7, Z19, Z20, Z21)
+	Q8NEXT(544)
 	JNZ q8v8loop
 
 	MOVQ DX, AX
-	VSTOREPAIR(VHSUM, Z0, Z4)
-	LEAQ (AX)(R9*2), AX
-	VSTOREPAIR(VHSUM, Z1, Z5)
-	LEAQ (AX)(R9*2), AX
-	VSTOREPAIR(VHSUM, Z2, Z6)
-	LEAQ (AX)(R9*2), AX
-	VSTOREPAIR(VHSUM, Z3, Z7)
+	VSTORE(VHSUM, Z0)
+	VSTORE(VHSUM, Z1)
+	VSTORE(VHSUM, Z2)
+	VSTORE(VHSUM, Z3)
+	VSTORE(VHSUM, Z4)
+	VSTORE(VHSUM, Z5)
+	VSTORE(VHSUM, Z6)
+	VSTORE(VHSUM, Z7)
 	VTILENEXT
 	JNZ q8v8row
 	VZEROUPPER
 	RET
 
 // func q8VnniTile4(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
-// s = 4 (used = 3 or 4). npairs > 0, nblk > 0.
+// s = 4 (used = 4). npairs > 0, nblk > 0.
 TEXT ·q8VnniTile4(SB), NOSPLIT, $0-80
-	VTILEINIT
+	Q8TILEINIT
 
 q8v4row:
-	MOVQ R11, SI
-	MOVQ R12, DI
-	MOVQ R13, CX
-	ZERO8
+	VTILEROW
+	ZERO4
 
 q8v4loop:
-	Q8WEIGHTS
-	VMULPS 128(DI), X22, X22
-	VMULPS 128(DI), X21, X21
-	Q8PAIR(0, Z30, Z0, Z4)
-	Q8PAIR(64, Z29, Z1, Z5)
-	ADDQ $34, SI
-	ADDQ $144, DI
-	DECQ CX
+	Q8ROWS
+	Q8VEC(0, 128, 256, Z0, Z10, Z11, Z12)
+	Q8VEC(32, 160, 260, Z1, Z13, Z14, Z15)
+	Q8VEC(64, 192, 264, Z2, Z16, Z17, Z18)
+	Q8VEC(96, 224, 268, Z3, Z19, Z20, Z21)
+	Q8NEXT(272)
 	JNZ q8v4loop
 
 	MOVQ DX, AX
-	VSTOREPAIR(VHSUM, Z0, Z4)
-	LEAQ (AX)(R9*2), AX
-	CMPQ R14, $4
-	JLT q8v4three
-	VSTOREPAIR(VHSUM, Z1, Z5)
-	JMP q8v4next
-
-q8v4three: // vector 3 is padding
-	VHSUMLO(Z1, (AX))
-	VHSUMLO(Z5, (AX)(R10*1))
-
-q8v4next:
+	VSTORE(VHSUM, Z0)
+	VSTORE(VHSUM, Z1)
+	VSTORE(VHSUM, Z2)
+	VSTORE(VHSUM, Z3)
 	VTILENEXT
 	JNZ q8v4row
+	VZEROUPPER
+	RET
+
+// func q8VnniTile3(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
+// The first three vectors of a group of s = 4 (used = 3). npairs > 0,
+// nblk > 0.
+TEXT ·q8VnniTile3(SB), NOSPLIT, $0-80
+	Q8TILEINIT
+
+q8v3row:
+	VTILEROW
+	ZERO3
+
+q8v3loop:
+	Q8ROWS
+	Q8VEC(0, 128, 256, Z0, Z10, Z11, Z12)
+	Q8VEC(32, 160, 260, Z1, Z13, Z14, Z15)
+	Q8VEC(64, 192, 264, Z2, Z16, Z17, Z18)
+	Q8NEXT(272)
+	JNZ q8v3loop
+
+	MOVQ DX, AX
+	VSTORE(VHSUM, Z0)
+	VSTORE(VHSUM, Z1)
+	VSTORE(VHSUM, Z2)
+	VTILENEXT
+	JNZ q8v3row
 	VZEROUPPER
 	RET
 
 // func q8VnniTile2(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
 // s = 2 (used = 2). npairs > 0, nblk > 0.
 TEXT ·q8VnniTile2(SB), NOSPLIT, $0-80
-	VTILEINIT
+	Q8TILEINIT
 
 q8v2row:
-	MOVQ R11, SI
-	MOVQ R12, DI
-	MOVQ R13, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z4, Z4, Z4
+	VTILEROW
+	ZERO2
 
 q8v2loop:
-	Q8WEIGHTS
-	VMOVSD 64(DI), X17
-	VMULPS X17, X22, X22
-	VMULPS X17, X21, X21
-	Q8PAIR(0, Z30, Z0, Z4)
-	ADDQ $34, SI
-	ADDQ $72, DI
-	DECQ CX
+	Q8ROWS
+	Q8VEC(0, 64, 128, Z0, Z10, Z11, Z12)
+	Q8VEC(32, 96, 132, Z1, Z13, Z14, Z15)
+	Q8NEXT(136)
 	JNZ q8v2loop
 
 	MOVQ DX, AX
-	VSTOREPAIR(VHSUM, Z0, Z4)
+	VSTORE(VHSUM, Z0)
+	VSTORE(VHSUM, Z1)
 	VTILENEXT
 	JNZ q8v2row
 	VZEROUPPER
 	RET
 
 // ---------------------------------------------------------------- Q8_0, one vector
-
-// VECACT readies the activation half block at q(DI) (32 quants XOR 0x80)
-// for the one-vector kernels: a the signed quants in both halves, c their
-// corrections.
-#define VECACT(q, a, c) \
-	VBROADCASTI64X4 q(DI), a; \
-	VPXORD Z31, a, a; \
-	NEGCORR(a, c)
 
 // Q8VROWS adds the current block of two rows (two of the four streams,
 // scales at d1 and d2, quants at q1 and q2) into acc = [row 1 | row 2].
@@ -338,7 +325,8 @@ TEXT ·q8VnniVec4(SB), NOSPLIT, $0-64
 	MOVQ dq+56(FP), R10
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R10)(R10*2), R14
-	CONSTS
+	MOVL $0x80, AX
+	VPBROADCASTB AX, Z31
 	MOVL $0xFF00, AX
 	KMOVW AX, K1
 
@@ -350,12 +338,17 @@ q8vecrow:
 	VPXORD Z1, Z1, Z1
 
 q8vecloop:
-	VECACT(0, Z22, Z21)
-	VBROADCASTSS 32(DI), Z20
+	PREFETCHT0 VPREFETCH(SI)
+	PREFETCHT0 VPREFETCH(SI)(R8*1)
+	PREFETCHT0 VPREFETCH(SI)(R8*2)
+	PREFETCHT0 VPREFETCH(SI)(R9*1)
+	VBROADCASTI64X4 0(DI), Z22
+	VBROADCASTI64X4 32(DI), Z21
+	VBROADCASTSS 64(DI), Z20
 	Q8VROWS((SI), 2(SI), (SI)(R8*2), 2(SI)(R8*2), Z0)
 	Q8VROWS((SI)(R8*1), 2(SI)(R8*1), (SI)(R9*1), 2(SI)(R9*1), Z1)
 	ADDQ $34, SI
-	ADDQ $36, DI
+	ADDQ $68, DI
 	DECQ CX
 	JNZ q8vecloop
 
@@ -370,11 +363,8 @@ q8vecloop:
 
 // ---------------------------------------------------------------- NVFP4 W4A8
 
-// ggml's doubled E2M1 values (kvalues_fp4), for VPSHUFB: signed for the
-// tiles, plus 128 for the one-vector kernel.
-DATA vnniE2M1<>+0(SB)/8, $0x0c08060403020100
-DATA vnniE2M1<>+8(SB)/8, $0xf4f8fafcfdfeff00
-GLOBL vnniE2M1<>(SB), RODATA|NOPTR, $16
+// 128 + ggml's doubled E2M1 values (kvalues_fp4), for VPSHUFB: the
+// weights as the unsigned side.
 DATA vnniE2M1U<>+0(SB)/8, $0x8c88868483828180
 DATA vnniE2M1U<>+8(SB)/8, $0x74787a7c7d7e7f80
 GLOBL vnniE2M1U<>(SB), RODATA|NOPTR, $16
@@ -390,10 +380,11 @@ DATA vnniW7F<>+0(SB)/8, $0x007f007f007f007f
 DATA vnniW7F<>+8(SB)/8, $0x007f007f007f007f
 GLOBL vnniW7F<>(SB), RODATA|NOPTR, $16
 
-// VPERMPS indices: sub-block scales s0..s3 (one row; s4..s7 a second row)
-// to the lane scales of half 0, [s0 s0 s1 s1 s0 s0 s1 s1], and half 1,
-// [s2 s2 s3 s3 s2 s2 s3 s3]: register lanes 0, 1, 4, 5 belong to the
-// first sub-block of the half, 2, 3, 6, 7 to the second (nvfp4_amd64.s).
+// VPERMPS indices: sub-block scales s0..s3 of one row (s4..s7 of a
+// second row) to the lane scales of half 0, [s0 s0 s1 s1 s0 s0 s1 s1],
+// and half 1, [s2 s2 s3 s3 s2 s2 s3 s3]: register lanes 0, 1, 4, 5 belong
+// to the first sub-block of the half, 2, 3, 6, 7 to the second
+// (nvfp4_amd64.s).
 DATA vnniIdx0<>+0(SB)/8, $0x0000000000000000
 DATA vnniIdx0<>+8(SB)/8, $0x0000000100000001
 DATA vnniIdx0<>+16(SB)/8, $0x0000000000000000
@@ -413,7 +404,7 @@ DATA vnniIdx1<>+48(SB)/8, $0x0000000600000006
 DATA vnniIdx1<>+56(SB)/8, $0x0000000700000007
 GLOBL vnniIdx1<>(SB), RODATA|NOPTR, $64
 
-// NVFP4SCALES turns the UE4M3 scale bytes in the low dwords of X9 into
+// NVSCALES turns the UE4M3 scale bytes in the low dwords of X9 into
 // floats UE4M3 * 2^-8 in Y9 (eight bytes; four into X9), the NaN code
 // 0x7F zeroed, as nvfp4_amd64.s's NVFP4SCALES. Clobbers X10.
 #define NVSCALES \
@@ -424,10 +415,11 @@ GLOBL vnniIdx1<>(SB), RODATA|NOPTR, $64
 	VPANDN X9, X10, X9; \
 	VCVTPH2PS X9, Y9
 
-// NVWEIGHTS widens the 32 nibbles in the 16 code bytes of one half block,
-// already in every 128-bit lane of w, to the weights of the half block in
-// nibble order, in both halves of w: low nibbles in the low 128-bit lane
-// of each half, high nibbles in the high lane, looked up in the table.
+// NVWEIGHTS widens the 32 nibbles in the 16 code bytes of one half block
+// of each row, row A's in the low two 128-bit lanes of w and row B's in
+// the high two, to the weights of the half block in nibble order: low
+// nibbles in the low 128-bit lane of each half, high nibbles in the high
+// lane, looked up in the table.
 #define NVWEIGHTS(w, shift, low, tab) \
 	VPSRLVW shift, w, w; \
 	VPANDD low, w, w; \
@@ -435,84 +427,49 @@ GLOBL vnniIdx1<>(SB), RODATA|NOPTR, $64
 
 // The NVFP4 tiles: as the Q8_0 tiles, NVFP4 rows (36-byte blocks) against
 // a group packed with nibble set: each NVFP4 block is two packed Q8_0
-// blocks, one per half (sub-blocks 2h and 2h+1), s*36 bytes each. For
-// each row and half the kernel holds the signed weights in both halves of
-// a register (w), the plain correction 128 * (the sum of each four
-// weights) that VPSUBD takes off (c), and the lane scales UE4M3 * 2^-8
-// (s). Registers: Z0-Z7 the accumulators; Z8-Z11 scratch; row A: Z12,
-// Z13 w, Z14, Z15 c, Z16, Z17 s (halves 0, 1); row B: Z18-Z23 alike; Z24-
-// Z27 the pair indices (vnniPair + 2p); Z28 the shift counts, Z29 bytes
-// 0x0F, Z30 the signed table, Z31 bytes 0x80.
-
-// NVROW readies one NVFP4 block of one row: scale bytes at addr, the
-// halves' codes at codes0 and codes1. Clobbers AX, Z9, Z10.
-#define NVROW(addr, codes0, codes1, w0, w1, c0, c1, s0, s1) \
-	MOVL addr, AX; \
-	VMOVD AX, X9; \
-	NVSCALES; \
-	VSHUFF32X4 $0, Z9, Z9, Z9; \
-	VPERMILPS $0x50, Z9, s0; \
-	VPERMILPS $0xFA, Z9, s1; \
-	VBROADCASTI32X4 codes0, w0; \
-	VBROADCASTI32X4 codes1, w1; \
-	NVWEIGHTS(w0, Z28, Z29, Z30); \
-	NVWEIGHTS(w1, Z28, Z29, Z30); \
-	VPXORD c0, c0, c0; \
-	VPXORD c1, c1, c1; \
-	VPDPBUSD w0, Z31, c0; \
-	VPDPBUSD w1, Z31, c1
-
-#define NVBLOCK \
-	NVROW((SI), 4(SI), 20(SI), Z12, Z13, Z14, Z15, Z16, Z17); \
-	NVROW((SI)(R8*1), 4(SI)(R8*1), 20(SI)(R8*1), Z18, Z19, Z20, Z21, Z22, Z23)
-
-// NVPAIR adds pair p of half h into accA and accB: the pair's quants at
-// q(DI), the half's s factors d*128 at dx(DI) (loaded by dxop into dxreg,
-// the low lanes of Z8: exactly s of them), spread to the pair's halves
-// with idx. Lane scale (UE4M3 * 2^-8) * (d * 128), both
-// exact: dotNVFP4Q8's rounded UE4M3/2 * d.
-#define NVPAIR(q, dxop, dx, dxreg, idx, wA, wB, cA, cB, sA, sB, accA, accB) \
-	VMOVDQU8 q(DI), Z8; \
-	VPXORD Z9, Z9, Z9; \
-	VPXORD Z10, Z10, Z10; \
-	VPDPBUSD wA, Z8, Z9; \
-	VPDPBUSD wB, Z8, Z10; \
-	dxop dx(DI), dxreg; \
-	VPSUBD cA, Z9, Z9; \
-	VPSUBD cB, Z10, Z10; \
-	VPERMPS Z8, idx, Z8; \
-	VCVTDQ2PS Z9, Z9; \
-	VCVTDQ2PS Z10, Z10; \
-	VMULPS Z8, sA, Z11; \
-	VFMADD231PS Z9, Z11, accA; \
-	VMULPS Z8, sB, Z11; \
-	VFMADD231PS Z10, Z11, accB
-
-#define NVH0(q, dxop, dx, dxreg, idx, accA, accB) NVPAIR(q, dxop, dx, dxreg, idx, Z12, Z18, Z14, Z20, Z16, Z22, accA, accB)
-#define NVH1(q, dxop, dx, dxreg, idx, accA, accB) NVPAIR(q, dxop, dx, dxreg, idx, Z13, Z19, Z15, Z21, Z17, Z23, accA, accB)
-
+// blocks, one per half (sub-blocks 2h and 2h+1), s*68 bytes each.
+// Registers: Z0-Z7 the accumulators; Z9, Z10 scratch; Z11, Z12 the lane
+// scales UE4M3 * 2^-8 of halves 0 and 1, Z13, Z14 their unsigned weights
+// (rows A and B in the two halves of each); Z15-Z20 scratch; Z25, Z26 the
+// scale indices (vnniIdx1, vnniIdx0), Z28 the shift counts, Z29 bytes
+// 0x0F, Z30 the table.
 #define NVTILEINIT \
-	MOVQ row+0(FP), R11; \
-	MOVQ rstride+16(FP), R8; \
-	MOVQ npairs+24(FP), BX; \
-	MOVQ act+32(FP), R12; \
-	MOVQ nblk+40(FP), R13; \
-	MOVQ dst+48(FP), DX; \
-	MOVQ dstride+56(FP), R9; \
-	MOVQ drow+64(FP), R10; \
-	MOVQ used+72(FP), R14; \
-	MOVL $0x80, AX; \
-	VPBROADCASTB AX, Z31; \
-	VBROADCASTI32X4 vnniE2M1<>(SB), Z30; \
+	VTILEINIT; \
+	VBROADCASTI32X4 vnniE2M1U<>(SB), Z30; \
 	MOVL $0x0f, AX; \
 	VPBROADCASTB AX, Z29; \
 	VBROADCASTI64X4 vnniShift<>(SB), Z28; \
-	VMOVDQU32 vnniPair<>(SB), Z24; \
-	MOVL $2, AX; \
-	VPBROADCASTD AX, Z8; \
-	VPADDD Z8, Z24, Z25; \
-	VPADDD Z8, Z25, Z26; \
-	VPADDD Z8, Z26, Z27
+	VMOVDQU32 vnniIdx0<>(SB), Z26; \
+	VMOVDQU32 vnniIdx1<>(SB), Z25
+
+// NVROWS readies block (SI) of rows A and B = (SI)(R8): scale bytes at
+// 0, the halves' codes at 4 and 20. It prefetches both streams VPREFETCH
+// bytes ahead into L2.
+#define NVROWS \
+	PREFETCHT1 VPREFETCH(SI); \
+	PREFETCHT1 VPREFETCH(SI)(R8*1); \
+	VMOVD (SI), X9; \
+	VPINSRD $1, (SI)(R8*1), X9, X9; \
+	NVSCALES; \
+	VPERMPS Z9, Z26, Z11; \
+	VPERMPS Z9, Z25, Z12; \
+	VBROADCASTI32X4 4(SI), Z13; \
+	VBROADCASTI32X4 4(SI)(R8*1), K1, Z13; \
+	VBROADCASTI32X4 20(SI), Z14; \
+	VBROADCASTI32X4 20(SI)(R8*1), K1, Z14; \
+	NVWEIGHTS(Z13, Z28, Z29, Z30); \
+	NVWEIGHTS(Z14, Z28, Z29, Z30)
+
+// NVH0, NVH1 add vector k's half 0 or 1 (its packed block at q, c, d)
+// into acc. Lane scale (UE4M3 * 2^-8) * (d * 128), both exact:
+// dotNVFP4Q8's rounded UE4M3/2 * d.
+#define NVH0(q, c, d, acc, tq, tc, td) VVEC(q, c, d, Z13, Z11, acc, tq, tc, td)
+#define NVH1(q, c, d, acc, tq, tc, td) VVEC(q, c, d, Z14, Z12, acc, tq, tc, td)
+
+#define NVNEXT(stride) \
+	ADDQ $36, SI; \
+	ADDQ $stride, DI; \
+	DECQ CX
 
 // func nvVnniTile8(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
 // s = 8 (used = 8). npairs > 0, nblk > 0.
@@ -520,78 +477,103 @@ TEXT ·nvVnniTile8(SB), NOSPLIT, $0-80
 	NVTILEINIT
 
 nvv8row:
-	VMOVDQU32 vnniPair<>(SB), Z24 // VHSUMNV clobbers it
-	MOVQ R11, SI
-	MOVQ R12, DI
-	MOVQ R13, CX
+	VTILEROW
 	ZERO8
 
 nvv8loop:
-	NVBLOCK
-	NVH0(0, VMOVUPS, 256, Y8, Z24, Z0, Z4)
-	NVH0(64, VMOVUPS, 256, Y8, Z25, Z1, Z5)
-	NVH0(128, VMOVUPS, 256, Y8, Z26, Z2, Z6)
-	NVH0(192, VMOVUPS, 256, Y8, Z27, Z3, Z7)
-	NVH1(288, VMOVUPS, 544, Y8, Z24, Z0, Z4)
-	NVH1(352, VMOVUPS, 544, Y8, Z25, Z1, Z5)
-	NVH1(416, VMOVUPS, 544, Y8, Z26, Z2, Z6)
-	NVH1(480, VMOVUPS, 544, Y8, Z27, Z3, Z7)
-	ADDQ $36, SI
-	ADDQ $576, DI
-	DECQ CX
+	NVROWS
+	NVH0(0, 256, 512, Z0, Z15, Z16, Z17)
+	NVH0(32, 288, 516, Z1, Z18, Z19, Z20)
+	NVH0(64, 320, 520, Z2, Z15, Z16, Z17)
+	NVH0(96, 352, 524, Z3, Z18, Z19, Z20)
+	NVH0(128, 384, 528, Z4, Z15, Z16, Z17)
+	NVH0(160, 416, 532, Z5, Z18, Z19, Z20)
+	NVH0(192, 448, 536, Z6, Z15, Z16, Z17)
+	NVH0(224, 480, 540, Z7, Z18, Z19, Z20)
+	NVH1(544, 800, 1056, Z0, Z15, Z16, Z17)
+	NVH1(576, 832, 1060, Z1, Z18, Z19, Z20)
+	NVH1(608, 864, 1064, Z2, Z15, Z16, Z17)
+	NVH1(640, 896, 1068, Z3, Z18, Z19, Z20)
+	NVH1(672, 928, 1072, Z4, Z15, Z16, Z17)
+	NVH1(704, 960, 1076, Z5, Z18, Z19, Z20)
+	NVH1(736, 992, 1080, Z6, Z15, Z16, Z17)
+	NVH1(768, 1024, 1084, Z7, Z18, Z19, Z20)
+	NVNEXT(1088)
 	JNZ nvv8loop
 
 	MOVQ DX, AX
-	VSTOREPAIR(VHSUMNV, Z0, Z4)
-	LEAQ (AX)(R9*2), AX
-	VSTOREPAIR(VHSUMNV, Z1, Z5)
-	LEAQ (AX)(R9*2), AX
-	VSTOREPAIR(VHSUMNV, Z2, Z6)
-	LEAQ (AX)(R9*2), AX
-	VSTOREPAIR(VHSUMNV, Z3, Z7)
+	VSTORE(VHSUMNV, Z0)
+	VSTORE(VHSUMNV, Z1)
+	VSTORE(VHSUMNV, Z2)
+	VSTORE(VHSUMNV, Z3)
+	VSTORE(VHSUMNV, Z4)
+	VSTORE(VHSUMNV, Z5)
+	VSTORE(VHSUMNV, Z6)
+	VSTORE(VHSUMNV, Z7)
 	VTILENEXT
 	JNZ nvv8row
 	VZEROUPPER
 	RET
 
 // func nvVnniTile4(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
-// s = 4 (used = 3 or 4). npairs > 0, nblk > 0.
+// s = 4 (used = 4). npairs > 0, nblk > 0.
 TEXT ·nvVnniTile4(SB), NOSPLIT, $0-80
 	NVTILEINIT
 
 nvv4row:
-	VMOVDQU32 vnniPair<>(SB), Z24 // VHSUMNV clobbers it
-	MOVQ R11, SI
-	MOVQ R12, DI
-	MOVQ R13, CX
-	ZERO8
+	VTILEROW
+	ZERO4
 
 nvv4loop:
-	NVBLOCK
-	NVH0(0, VMOVUPS, 128, X8, Z24, Z0, Z4)
-	NVH0(64, VMOVUPS, 128, X8, Z25, Z1, Z5)
-	NVH1(144, VMOVUPS, 272, X8, Z24, Z0, Z4)
-	NVH1(208, VMOVUPS, 272, X8, Z25, Z1, Z5)
-	ADDQ $36, SI
-	ADDQ $288, DI
-	DECQ CX
+	NVROWS
+	NVH0(0, 128, 256, Z0, Z15, Z16, Z17)
+	NVH0(32, 160, 260, Z1, Z18, Z19, Z20)
+	NVH0(64, 192, 264, Z2, Z15, Z16, Z17)
+	NVH0(96, 224, 268, Z3, Z18, Z19, Z20)
+	NVH1(272, 400, 528, Z0, Z15, Z16, Z17)
+	NVH1(304, 432, 532, Z1, Z18, Z19, Z20)
+	NVH1(336, 464, 536, Z2, Z15, Z16, Z17)
+	NVH1(368, 496, 540, Z3, Z18, Z19, Z20)
+	NVNEXT(544)
 	JNZ nvv4loop
 
 	MOVQ DX, AX
-	VSTOREPAIR(VHSUMNV, Z0, Z4)
-	LEAQ (AX)(R9*2), AX
-	CMPQ R14, $4
-	JLT nvv4three
-	VSTOREPAIR(VHSUMNV, Z1, Z5)
-	JMP nvv4next
-
-nvv4three: // vector 3 is padding
-	VHSUMNVLO(Z1, (AX))
-	VHSUMNVLO(Z5, (AX)(R10*1))
-
-nvv4next:
+	VSTORE(VHSUMNV, Z0)
+	VSTORE(VHSUMNV, Z1)
+	VSTORE(VHSUMNV, Z2)
+	VSTORE(VHSUMNV, Z3)
 	VTILENEXT
 	JNZ nvv4row
+	VZEROUPPER
+	RET
+
+// func nvVnniTile3(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
+// The first three vectors of a group of s = 4 (used = 3). npairs > 0,
+// nblk > 0.
+TEXT ·nvVnniTile3(SB), NOSPLIT, $0-80
+	NVTILEINIT
+
+nvv3row:
+	VTILEROW
+	ZERO3
+
+nvv3loop:
+	NVROWS
+	NVH0(0, 128, 256, Z0, Z15, Z16, Z17)
+	NVH0(32, 160, 260, Z1, Z18, Z19, Z20)
+	NVH0(64, 192, 264, Z2, Z15, Z16, Z17)
+	NVH1(272, 400, 528, Z0, Z18, Z19, Z20)
+	NVH1(304, 432, 532, Z1, Z15, Z16, Z17)
+	NVH1(336, 464, 536, Z2, Z18, Z19, Z20)
+	NVNEXT(544)
+	JNZ nvv3loop
+
+	MOVQ DX, AX
+	VSTORE(VHSUMNV, Z0)
+	VSTORE(VHSUMNV, Z1)
+	VSTORE(VHSUMNV, Z2)
+	VTILENEXT
+	JNZ nvv3row
 	VZEROUPPER
 	RET
 
@@ -601,24 +583,21 @@ TEXT ·nvVnniTile2(SB), NOSPLIT, $0-80
 	NVTILEINIT
 
 nvv2row:
-	VMOVDQU32 vnniPair<>(SB), Z24 // VHSUMNV clobbers it
-	MOVQ R11, SI
-	MOVQ R12, DI
-	MOVQ R13, CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z4, Z4, Z4
+	VTILEROW
+	ZERO2
 
 nvv2loop:
-	NVBLOCK
-	NVH0(0, VMOVSD, 64, X8, Z24, Z0, Z4)
-	NVH1(72, VMOVSD, 136, X8, Z24, Z0, Z4)
-	ADDQ $36, SI
-	ADDQ $144, DI
-	DECQ CX
+	NVROWS
+	NVH0(0, 64, 128, Z0, Z15, Z16, Z17)
+	NVH0(32, 96, 132, Z1, Z18, Z19, Z20)
+	NVH1(136, 200, 264, Z0, Z15, Z16, Z17)
+	NVH1(168, 232, 268, Z1, Z18, Z19, Z20)
+	NVNEXT(272)
 	JNZ nvv2loop
 
 	MOVQ DX, AX
-	VSTOREPAIR(VHSUMNV, Z0, Z4)
+	VSTORE(VHSUMNV, Z0)
+	VSTORE(VHSUMNV, Z1)
 	VTILENEXT
 	JNZ nvv2row
 	VZEROUPPER
@@ -627,16 +606,14 @@ nvv2loop:
 // ---------------------------------------------------------------- NVFP4 W4A8, one vector
 
 // NVVROWS adds the current block of two rows (two of the four streams, at
-// a and c) into acc = [row a | row c], weights unsigned (the table of 128
-// + the doubled values, Z14). Z21, Z20: the vector's half-0 signed quants
-// and corrections in both halves, Z19 its factor d*128 in every lane;
-// Z18, Z17, Z16 the same for half 1. K1 = 0xFF00 selects the high half's
-// dwords; Z26, Z25 vnniIdx0, vnniIdx1 (two rows).
+// a and c) into acc = [row a | row c], weights unsigned (the table, Z14).
+// Z21, Z20: the vector's half-0 quants and corrections in both halves,
+// Z19 its factor d*128 in every lane; Z18, Z17, Z16 the same for half 1.
+// K1 = 0xFF00 selects the high half's dwords; Z26, Z25 vnniIdx0, vnniIdx1
+// (two rows).
 #define NVVROWS(a, a4, a20, c, c4, c20, acc) \
-	MOVL a, AX; \
-	MOVL c, R13; \
-	VMOVD AX, X9; \
-	VPINSRD $1, R13, X9, X9; \
+	VMOVD a, X9; \
+	VPINSRD $1, c, X9, X9; \
 	NVSCALES; \
 	VPERMPS Z9, Z26, Z10; \
 	VPERMPS Z9, Z25, Z11; \
@@ -669,7 +646,6 @@ TEXT ·nvVnniVec4(SB), NOSPLIT, $0-64
 	MOVQ dq+56(FP), R10
 	LEAQ (R8)(R8*2), R9
 	LEAQ (R10)(R10*2), R14
-	CONSTS
 	VBROADCASTI32X4 vnniE2M1U<>(SB), Z14
 	MOVL $0x0f, AX
 	VPBROADCASTB AX, Z13
@@ -687,14 +663,20 @@ nvvecrow:
 	VPXORD Z1, Z1, Z1
 
 nvvecloop:
-	VECACT(0, Z21, Z20)
-	VBROADCASTSS 32(DI), Z19
-	VECACT(36, Z18, Z17)
-	VBROADCASTSS 68(DI), Z16
+	PREFETCHT0 VPREFETCH(SI)
+	PREFETCHT0 VPREFETCH(SI)(R8*1)
+	PREFETCHT0 VPREFETCH(SI)(R8*2)
+	PREFETCHT0 VPREFETCH(SI)(R9*1)
+	VBROADCASTI64X4 0(DI), Z21
+	VBROADCASTI64X4 32(DI), Z20
+	VBROADCASTSS 64(DI), Z19
+	VBROADCASTI64X4 68(DI), Z18
+	VBROADCASTI64X4 100(DI), Z17
+	VBROADCASTSS 132(DI), Z16
 	NVVROWS((SI), 4(SI), 20(SI), (SI)(R8*2), 4(SI)(R8*2), 20(SI)(R8*2), Z0)
 	NVVROWS((SI)(R8*1), 4(SI)(R8*1), 20(SI)(R8*1), (SI)(R9*1), 4(SI)(R9*1), 20(SI)(R9*1), Z1)
 	ADDQ $36, SI
-	ADDQ $72, DI
+	ADDQ $136, DI
 	DECQ CX
 	JNZ nvvecloop
 

@@ -1,11 +1,13 @@
 package tensor
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -83,11 +85,63 @@ func packAllVNNI(act []q8Act, n, nb int, nibble bool) []byte {
 	return packed
 }
 
+// TestPackVNNI checks packVNNI's layout against its description, for
+// every group size and padding: each vector's quants (in nibble order for
+// W4A8), its corrections -128 * (the sum of each four of them), its scale
+// (times 128 for W4A8), and zeros for the padding vectors of a group.
+func TestPackVNNI(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 38))
+	for _, nibble := range []bool{false, true} {
+		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 11, 16, 19} {
+			const nb = 3
+			act := vnniActs(r, n, nb, n)
+			packed := packAllVNNI(act, n, nb, nibble)
+			for v := 0; v < vnniSlots(n); v++ {
+				v0, s, used := vnniGroup(min(v, n-1), n)
+				if v >= v0+s {
+					t.Fatalf("n=%d: slot %d is outside its group [%d,%d)", n, v, v0, v0+s)
+				}
+				k := v - v0
+				for b := 0; b < nb; b++ {
+					blk := packed[(v0*nb+b*s)*vnniActBytes : (v0*nb+(b+1)*s)*vnniActBytes]
+					var q [32]int8
+					var d float32
+					if k < used {
+						a := act[v*nb+b]
+						q, d = a.q, a.d
+						if nibble {
+							for i := 0; i < 8; i++ {
+								q[i], q[8+i], q[16+i], q[24+i] = a.q[i], a.q[16+i], a.q[8+i], a.q[24+i]
+							}
+							d *= 128
+						}
+					}
+					what := fmt.Sprintf("nibble=%v n=%d vector slot %d (group of %d at %d, %d used) block %d", nibble, n, v, s, v0, used, b)
+					for i := range q {
+						if got := int8(blk[32*k+i]); got != q[i] {
+							t.Fatalf("%s: quant %d = %d, want %d", what, i, got, q[i])
+						}
+					}
+					for j := 0; j < 8; j++ {
+						want := -128 * (int32(q[4*j]) + int32(q[4*j+1]) + int32(q[4*j+2]) + int32(q[4*j+3]))
+						if got := int32(binary.LittleEndian.Uint32(blk[32*s+32*k+4*j:])); got != want {
+							t.Fatalf("%s: correction %d = %d, want %d", what, j, got, want)
+						}
+					}
+					if got := math.Float32bits(math.Float32frombits(binary.LittleEndian.Uint32(blk[64*s+4*k:]))); got != math.Float32bits(d) {
+						t.Fatalf("%s: scale bits %#x, want %#x", what, got, math.Float32bits(d))
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestVNNIQ8(t *testing.T) {
 	requireVNNI(t)
 	r := rand.New(rand.NewPCG(31, 32))
-	for _, nb := range []int{1, 2, 3, 8, 33} {
-		for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 19} {
+	for _, nb := range []int{1, 2, 3, 8, 33, 128} {
+		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16, 19} {
 			for rep := 0; rep < 10; rep++ {
 				rows := []int{1, 2, 3, 4, 5, 6, 7, 9, 12, 19}[rep]
 				lo := rep % 2 // row ranges that do not start at 0
@@ -112,8 +166,8 @@ func TestVNNIQ8(t *testing.T) {
 func TestVNNINVFP4(t *testing.T) {
 	requireVNNI(t)
 	r := rand.New(rand.NewPCG(33, 34))
-	for _, nb := range []int{1, 2, 3, 7, 17} {
-		for _, n := range []int{1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 13, 19} {
+	for _, nb := range []int{1, 2, 3, 7, 17, 64} {
+		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16, 19} {
 			for rep := 0; rep < 10; rep++ {
 				rows := []int{1, 2, 3, 4, 5, 6, 7, 9, 12, 19}[rep]
 				lo := rep % 2
@@ -228,6 +282,179 @@ func BenchmarkMatMulAVX512(b *testing.B) {
 						}
 					})
 				}
+			}
+		}
+	}
+}
+
+// BenchmarkVNNIMatMul runs MatMul on one thread through the AVX-512 VNNI
+// kernels with the vector counts of batched decoding (1 to 8: the
+// one-vector kernels, the tiles of two, three, four and eight, and groups
+// of four and one), on Q8_0 and NVFP4 (W4A8) matrices of 1024x1024 (in
+// the core's L2: the kernels' compute cost) and 4096x1024, and reports
+// vectors per second of the thread's CPU time ("tok/s").
+// go test -run NONE -bench VNNIMatMul -benchtime 300ms ./engine/tensor/
+func BenchmarkVNNIMatMul(b *testing.B) {
+	if m := missingVNNI(); m != "" {
+		b.Skipf("CPU lacks %s", m)
+	}
+	for _, typ := range []string{"Q8_0", "NVFP4"} {
+		for _, shape := range []string{"1024x1024", "4096x1024"} {
+			for _, n := range []int{1, 2, 3, 4, 5, 8} {
+				b.Run(fmt.Sprintf("%s/%s/n=%d", typ, shape, n), func(b *testing.B) {
+					m := gemmBenchMatrices()[typ+"/"+shape]
+					p := NewPool(1)
+					defer p.Close()
+					x := randomRow(rand.New(rand.NewPCG(1, 1)), n*m.Cols, 1)
+					y := make([]float32, n*m.Rows)
+					p.MatMul(y, m, x, n)
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					b.ReportAllocs()
+					b.ResetTimer()
+					cpu0 := threadCPUNanos()
+					for b.Loop() {
+						p.MatMul(y, m, x, n)
+					}
+					sec := float64(threadCPUNanos()-cpu0) / 1e9
+					b.ReportMetric(float64(b.N)*float64(n)/sec, "tok/s")
+					b.ReportMetric(sec*1e6/float64(b.N), "cpu-us/op")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkVNNIKernels runs each AVX-512 VNNI kernel on 32 rows of 1024
+// columns with its vectors, all in cache (the compute cost without memory
+// traffic), and reports the thread's CPU picoseconds per multiply-add.
+// go test -run NONE -bench VNNIKernels -benchtime 300ms ./engine/tensor/
+func BenchmarkVNNIKernels(b *testing.B) {
+	if m := missingVNNI(); m != "" {
+		b.Skipf("CPU lacks %s", m)
+	}
+	const rows, cols = 32, 1024
+	r := rand.New(rand.NewPCG(3, 3))
+	q8m := quantizeMatrix(&testing.T{}, Q8_0, rows, cols, randomRow(r, rows*cols, 0.02))
+	nvm := randNVFP4(r, rows, cols)
+	nb := cols / q8Block
+	dst := make([]float32, 8*rows)
+	for _, c := range []struct {
+		name   string
+		n      int // vectors
+		nibble bool
+		tile   func(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
+		vec    func(row *byte, rb, qstride, nrows int, act *byte, nblk int, dst *float32, dq int)
+	}{
+		{"q8VnniVec4", 1, false, nil, q8VnniVec4},
+		{"q8VnniTile2", 2, false, q8VnniTile2, nil},
+		{"q8VnniTile3", 3, false, q8VnniTile3, nil},
+		{"q8VnniTile4", 4, false, q8VnniTile4, nil},
+		{"q8VnniTile8", 8, false, q8VnniTile8, nil},
+		{"nvVnniVec4", 1, true, nil, nvVnniVec4},
+		{"nvVnniTile2", 2, true, nvVnniTile2, nil},
+		{"nvVnniTile3", 3, true, nvVnniTile3, nil},
+		{"nvVnniTile4", 4, true, nvVnniTile4, nil},
+		{"nvVnniTile8", 8, true, nvVnniTile8, nil},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			m := q8m
+			if c.nibble {
+				m = nvm
+			}
+			rb := len(m.Data) / rows
+			act := packAllVNNI(vnniActs(r, c.n, nb, 2), c.n, nb, c.nibble)
+			run := func() {
+				if c.vec != nil {
+					c.vec(&m.Data[0], rb, rows/4*rb, rows/4, &act[0], rb/q8BlockBytes, &dst[0], 4*rows/4)
+					return
+				}
+				c.tile(&m.Data[0], rb, rows/2*rb, rows/2, &act[0], rb/q8BlockBytes, &dst[0], 4*rows, 4*rows/2, c.n)
+			}
+			if c.nibble {
+				run = func() {
+					if c.vec != nil {
+						c.vec(&m.Data[0], rb, rows/4*rb, rows/4, &act[0], rb/nvBlockBytes, &dst[0], 4*rows/4)
+						return
+					}
+					c.tile(&m.Data[0], rb, rows/2*rb, rows/2, &act[0], rb/nvBlockBytes, &dst[0], 4*rows, 4*rows/2, c.n)
+				}
+			}
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cpu0 := threadCPUNanos()
+			for b.Loop() {
+				run()
+			}
+			b.ReportMetric(float64(threadCPUNanos()-cpu0)*1e3/float64(b.N)/float64(c.n*rows*cols), "cpu-ps/MAC")
+		})
+	}
+}
+
+// vnniStreamMatrices holds 80 Q8_0 and 80 NVFP4 matrices of the bench
+// model's MLP shapes (3584x1024 and 1024x3584): 312 MB of Q8_0 and 165 MB
+// of NVFP4, more than the caches hold, so that a pass over them streams
+// the weights from memory as a decode step does. Each type's matrices are
+// copies of two (the values change nothing in the kernels' speed).
+var vnniStreamMatrices = sync.OnceValue(func() map[DType][]Matrix {
+	r := rand.New(rand.NewPCG(9, 9))
+	out := map[DType][]Matrix{}
+	for _, typ := range []DType{Q8_0, NVFP4} {
+		var shapes [2]Matrix
+		for k, shape := range [2][2]int{{3584, 1024}, {1024, 3584}} {
+			if typ == NVFP4 {
+				shapes[k] = randNVFP4(r, shape[0], shape[1])
+			} else {
+				shapes[k] = quantizeMatrix(&testing.T{}, typ, shape[0], shape[1], randomRow(r, shape[0]*shape[1], 0.02))
+			}
+		}
+		for i := 0; i < 80; i++ {
+			m := shapes[min(i%3, 1)]
+			m.Data = append([]byte(nil), m.Data...)
+			out[typ] = append(out[typ], m)
+		}
+	}
+	return out
+})
+
+// BenchmarkVNNIStream runs MatMul with 1 to 8 vectors over
+// vnniStreamMatrices (weights from memory, not from the caches: a decode
+// step's traffic) and reports the weight GB/s and ms per pass, of the
+// thread's CPU time on one thread and of wall time on two.
+// go test -run NONE -bench VNNIStream -benchtime 10x ./engine/tensor/
+func BenchmarkVNNIStream(b *testing.B) {
+	if m := missingVNNI(); m != "" {
+		b.Skipf("CPU lacks %s", m)
+	}
+	for _, typ := range []DType{Q8_0, NVFP4} {
+		for _, threads := range []int{1, 2} {
+			for _, n := range []int{1, 2, 3, 4, 8} {
+				b.Run(fmt.Sprintf("%s/threads=%d/n=%d", typ, threads, n), func(b *testing.B) {
+					ms := vnniStreamMatrices()[typ]
+					total := 0
+					for _, m := range ms {
+						total += len(m.Data)
+					}
+					p := NewPool(threads)
+					defer p.Close()
+					x := randomRow(rand.New(rand.NewPCG(1, 1)), n*3584, 1)
+					y := make([]float32, n*3584)
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					b.ResetTimer()
+					cpu0 := threadCPUNanos()
+					for b.Loop() {
+						for _, m := range ms {
+							p.MatMul(y[:n*m.Rows], m, x[:n*m.Cols], n)
+						}
+					}
+					sec := b.Elapsed().Seconds()
+					if threads == 1 {
+						sec = float64(threadCPUNanos()-cpu0) / 1e9
+					}
+					b.ReportMetric(sec*1e3/float64(b.N), "ms/pass")
+					b.ReportMetric(float64(total)*float64(b.N)/sec/1e9, "GB/s")
+				})
 			}
 		}
 	}
