@@ -134,7 +134,11 @@ func DeltaStep(S, q, k, v []float32, eg, beta, scale float32, o []float32) {
 		panic(fmt.Sprintf("tensor: DeltaStep: state of %d, q %d, k %d, v %d, o %d (want %d² and %d)", len(S), len(q), dk, len(v), len(o), dk, dk))
 	}
 	if useSIMD && dk > 0 && dk%32 == 0 {
-		deltaStepRows(&S[0], &k[0], &q[0], &v[0], dk, eg, beta, scale, &o[0])
+		if useVec512 {
+			deltaStepRows2(&S[0], &k[0], &q[0], &v[0], dk, eg, beta, scale, &o[0])
+		} else {
+			deltaStepRows(&S[0], &k[0], &q[0], &v[0], dk, eg, beta, scale, &o[0])
+		}
 		return
 	}
 	deltaStepGo(S, q, k, v, eg, beta, scale, o)
