@@ -39,8 +39,15 @@ func benchModelQ8(b *testing.B) string {
 // rate: the tokens all requests emitted while all of them were decoding
 // (from the last first token to the first last token) over that window's
 // length, what the engine sustains with N sequences running.
+//
+// -concurrent-model runs it on another GGUF file (engine/model's
+// BenchmarkForwardNVFP4MultiDecode leaves the NVFP4 bench model in
+// os.TempDir(), edgellmd-synth-bench-nvfp4-seed1.gguf).
 func BenchmarkConcurrentDecode(b *testing.B) {
-	path := benchModelQ8(b)
+	path := *concurrentModel
+	if path == "" {
+		path = benchModelQ8(b)
+	}
 	for _, threads := range []int{1, 2} {
 		e, err := Load(path, Options{Threads: threads, KVType: tensor.F16, ContextLen: 1024, MaxSequences: 8, Log: zerolog.Nop()})
 		if err != nil {
@@ -129,6 +136,8 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 		e.Close()
 	}
 }
+
+var concurrentModel = flag.String("concurrent-model", "", "BenchmarkConcurrentDecode: a GGUF file instead of the Q8_0 bench model")
 
 // besidePrompt is the long prompt of BenchmarkDecodeBesidePrefill (the
 // issue's goal speaks of 16k tokens; 4k keeps a run within minutes here).
