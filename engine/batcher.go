@@ -70,7 +70,7 @@ type fwdReq struct {
 	top     []int32      // a greedy step's tokens, picked on the device (multiGreedy); nil: logits
 	fn      func() error // exclusive work instead of a pass
 	prefill bool
-	floor   int // a prompt chunk's smallest piece (pieceFloor)
+	floor   int // a prompt chunk's smallest piece (MinPrefillChunk)
 	ran     int // the tokens of seq that ran (a prompt chunk may be cut)
 	err     chan error
 }
@@ -122,9 +122,6 @@ func (b *batcher) pass(sb model.SeqBatch) error {
 // the device (b.mg): top receives the most likely token of each row of sb
 // that wants logits, and sb.Logits is not used.
 func (b *batcher) greedyPass(sb model.SeqBatch, top []int32) error {
-	if b.mg == nil {
-		return errors.New("engine: the model does not pick greedy tokens itself")
-	}
 	_, err := b.send(sb, top, false, 0, nil)
 	return err
 }
@@ -195,7 +192,7 @@ func (b *batcher) run() {
 // least the request's floor, the one that runs and the rest.
 //
 // When even the smallest piece costs more than a pass may add (on a CPU:
-// a long prompt's attention, or an F16 cache's floor of 64 tokens), the
+// a few tokens deep in a long prompt, whose attention is long), the
 // chunk sits out passes of the others' decode steps, each adding its
 // allowance to credit, until the allowance of this pass and the credit
 // cover the piece: the decoding sequences' mean time per token stays

@@ -34,61 +34,14 @@ func TestConcurrentRequestsEqualAlone(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer alone.Close()
-				s := startScheduler(t, e, 16)
 				V := e.model.Hyper().Vocab
 				rng := rand.New(rand.NewPCG(11, 12))
-				const n = 6
-				reqs := make([]Request, n)
-				want := make([][]int32, n)
+				reqs := make([]Request, 6)
 				for i := range reqs {
 					prompt := randPrompt(rng, 5+rng.IntN(60), V)
 					reqs[i] = Request{Prompt: prompt, MaxTokens: 10 + rng.IntN(30), IgnoreEOS: true, Sample: sample.Params{}}
-					r, err := alone.Generate(context.Background(), reqs[i], func(Token) error { return nil })
-					if err != nil {
-						t.Fatal(err)
-					}
-					want[i] = r.Tokens
 				}
-				got := make([][]int32, n)
-				var wg sync.WaitGroup
-				cancelled := make(chan struct{})
-				for i := range reqs {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						ctx, cancel := context.WithCancel(context.Background())
-						defer cancel()
-						k := 0
-						r, err := s.Submit(ctx, reqs[i], func(Token) error {
-							k++
-							if i == n-1 && k == 3 {
-								cancel() // a client that leaves mid-stream
-								close(cancelled)
-							}
-							return nil
-						})
-						if err != nil && !(i == n-1 && errors.Is(err, context.Canceled)) {
-							t.Error(err)
-						}
-						got[i] = r.Tokens
-					}()
-				}
-				wg.Wait()
-				<-cancelled
-				for i := range n - 1 {
-					if !slices.Equal(got[i], want[i]) {
-						t.Fatalf("request %d: %v together, %v alone", i, got[i], want[i])
-					}
-				}
-				// It stops within the step after the cancel; a verify step
-				// emits up to Steps+1 tokens, the 3rd among them.
-				limit := 4
-				if draft.Enabled() {
-					limit = 3 + draft.Steps
-				}
-				if k := len(got[n-1]); k > limit || !slices.Equal(got[n-1], want[n-1][:k]) {
-					t.Fatalf("the cancelled request: %v, alone %v", got[n-1], want[n-1])
-				}
+				concurrentEqualAlone(t, e, alone, reqs, draft)
 				st := e.BatchStats()
 				shared := int64(0)
 				for size, c := range st.BySize[1:] {
@@ -100,6 +53,59 @@ func TestConcurrentRequestsEqualAlone(t *testing.T) {
 				t.Logf("%d passes, by size %v, %d prefill chunks", st.Passes, st.BySize[:6], st.PrefillChunks)
 			})
 		}
+	}
+}
+
+// concurrentEqualAlone submits reqs at once to e through a scheduler and
+// checks that each gives the tokens it gives alone on alone; the last is
+// cancelled after its 3rd token and must stop within the step after it
+// (a verify step emits up to draft.Steps+1 tokens) with a prefix of its
+// tokens alone.
+func concurrentEqualAlone(t *testing.T, e, alone *Engine, reqs []Request, draft speculative.Config) {
+	t.Helper()
+	s := startScheduler(t, e, 16)
+	n := len(reqs)
+	want := make([][]int32, n)
+	for i := range reqs {
+		r, err := alone.Generate(context.Background(), reqs[i], func(Token) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = r.Tokens
+	}
+	got := make([][]int32, n)
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			k := 0
+			r, err := s.Submit(ctx, reqs[i], func(Token) error {
+				if k++; i == n-1 && k == 3 {
+					cancel() // a client that leaves mid-stream
+				}
+				return nil
+			})
+			if err != nil && !(i == n-1 && errors.Is(err, context.Canceled)) {
+				t.Error(err)
+			}
+			got[i] = r.Tokens
+		}()
+	}
+	wg.Wait()
+	for i := range n - 1 {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("request %d: %v together, %v alone", i, got[i], want[i])
+		}
+	}
+	limit := 4
+	if draft.Enabled() {
+		limit = 3 + draft.Steps
+	}
+	if k := len(got[n-1]); k > limit || !slices.Equal(got[n-1], want[n-1][:k]) {
+		t.Fatalf("the cancelled request: %v, alone %v", got[n-1], want[n-1])
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -296,54 +295,13 @@ func concurrentOnGPU(t *testing.T, draft speculative.Config) {
 		t.Fatal(err)
 	}
 	defer alone.Close()
-	s := startScheduler(t, e, 16)
 	V := e.model.Hyper().Vocab
 	rng := rand.New(rand.NewPCG(21, 22))
-	const n = 5
-	reqs := make([]Request, n)
-	want := make([][]int32, n)
+	reqs := make([]Request, 5)
 	for i := range reqs {
 		reqs[i] = Request{Prompt: randPrompt(rng, 5+rng.IntN(40), V), MaxTokens: 12 + rng.IntN(20), IgnoreEOS: true, Logprobs: i == 1}
-		r, err := alone.Generate(context.Background(), reqs[i], func(Token) error { return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[i] = r.Tokens
 	}
-	got := make([][]int32, n)
-	var wg sync.WaitGroup
-	for i := range reqs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			k := 0
-			r, err := s.Submit(ctx, reqs[i], func(Token) error {
-				if k++; i == n-1 && k == 3 {
-					cancel() // a client that leaves mid-stream
-				}
-				return nil
-			})
-			if err != nil && !(i == n-1 && errors.Is(err, context.Canceled)) {
-				t.Error(err)
-			}
-			got[i] = r.Tokens
-		}()
-	}
-	wg.Wait()
-	for i := range n - 1 {
-		if !slices.Equal(got[i], want[i]) {
-			t.Fatalf("request %d: %v together, %v alone", i, got[i], want[i])
-		}
-	}
-	limit := 4 // it stops within the step after the cancel
-	if draft.Enabled() {
-		limit = 3 + draft.Steps // a verify step emits up to Steps+1 tokens
-	}
-	if k := len(got[n-1]); k > limit || !slices.Equal(got[n-1], want[n-1][:k]) {
-		t.Fatalf("the cancelled request: %v, alone %v", got[n-1], want[n-1])
-	}
+	concurrentEqualAlone(t, e, alone, reqs, draft)
 	st := e.BatchStats()
 	shared := int64(0)
 	for _, c := range st.BySize[1:] {

@@ -85,7 +85,6 @@ type Engine struct {
 	ctxLen int
 	// prefillChunk bounds a prompt's tokens per pass (Options.PrefillChunk).
 	prefillChunk int
-	kvType       tensor.DType // Options.KVType
 	log          zerolog.Logger
 	cache        *state.Cache // nil when off
 	// The sequence slots: at most len(slots) generations run at once,
@@ -284,7 +283,7 @@ func Load(path string, opt Options) (*Engine, error) {
 	}
 	bat := newBatcher(m, slowdown, keyCostOf(m.Hyper(), linearWeights(f, m.Hyper().Layers)))
 	e := &Engine{path: path, file: f, pool: pool, model: batchedModel{m, bat}, base: m, bat: bat, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log,
-		prefillChunk: prefillChunk, kvType: opt.KVType, size: newStateSize(m.Hyper(), opt.KVType), freed: make(chan struct{})}
+		prefillChunk: prefillChunk, size: newStateSize(m.Hyper(), opt.KVType), freed: make(chan struct{})}
 	for range nseq {
 		q := &seq{e: e}
 		e.slots = append(e.slots, q)
@@ -547,10 +546,9 @@ func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error)
 		}
 	}()
 	one := make([]int32, 1)
-	_, greedy := e.base.(multiGreedy)
-	if !req.Sample.Greedy() || sh != nil || req.Logprobs {
-		greedy = false // the logits are needed on the host
-	}
+	// greedy steps pick their token on the device, unless the logits are
+	// needed on the host
+	greedy := e.bat.mg != nil && req.Sample.Greedy() && sh == nil && !req.Logprobs
 	next := int32(-1) // the token a greedy step already picked on the device
 	for len(res.Tokens) < maxTokens {
 		if err := ctx.Err(); err != nil {

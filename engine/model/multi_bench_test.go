@@ -17,37 +17,36 @@ import (
 // under os.TempDir() and reused by later runs (WriteSynth writes it
 // atomically, so a cached file is whole).
 func benchSynthQ8(b *testing.B) *gguf.File {
-	b.Helper()
-	path := filepath.Join(os.TempDir(), "edgellmd-synth-bench-q8_0-seed1.gguf")
-	if _, err := os.Stat(path); err != nil {
-		if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: "bench", Type: "Q8_0", Seed: 1}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { f.Close() })
-	return f
+	return cachedBenchFile(b, "edgellmd-synth-bench-q8_0-seed1.gguf", func(path string) error {
+		return quantize.WriteSynth(path, quantize.SynthOptions{Size: "bench", Type: "Q8_0", Seed: 1})
+	})
 }
 
 // benchSynthNVFP4 returns that bench model (F16, seed 1) quantized to
 // NVFP4 (quantize.QuantizeFile; 131 MB), written once under os.TempDir()
 // and reused like benchSynthQ8's (the rename makes a cached file whole).
 func benchSynthNVFP4(b *testing.B) *gguf.File {
-	b.Helper()
-	path := filepath.Join(os.TempDir(), "edgellmd-synth-bench-nvfp4-seed1.gguf")
-	if _, err := os.Stat(path); err != nil {
+	return cachedBenchFile(b, "edgellmd-synth-bench-nvfp4-seed1.gguf", func(path string) error {
 		in := filepath.Join(b.TempDir(), "bench-f16.gguf")
 		if err := quantize.WriteSynth(in, quantize.SynthOptions{Size: "bench", Seed: 1}); err != nil {
-			b.Fatal(err)
+			return err
 		}
 		tmp := path + ".tmp"
 		if _, err := quantize.QuantizeFile(in, tmp, quantize.Options{Type: tensor.NVFP4}); err != nil {
-			b.Fatal(err)
+			return err
 		}
-		if err := os.Rename(tmp, path); err != nil {
+		return os.Rename(tmp, path)
+	})
+}
+
+// cachedBenchFile opens os.TempDir()/name, written by write (which must
+// leave a whole file or none) when it is not there yet; it is closed at
+// the benchmark's end.
+func cachedBenchFile(b *testing.B, name string, write func(path string) error) *gguf.File {
+	b.Helper()
+	path := filepath.Join(os.TempDir(), name)
+	if _, err := os.Stat(path); err != nil {
+		if err := write(path); err != nil {
 			b.Fatal(err)
 		}
 	}

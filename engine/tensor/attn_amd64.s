@@ -7,21 +7,40 @@
 
 #define K32(name, bits) DATA name<>+0(SB)/4, $bits; GLOBL name<>(SB), RODATA|NOPTR, $4
 
-K32(attnRound, 0x4b400000)   // 0x1.8p23
-K32(attnLog2e, 0x3fb8aa3b)   // 0x1.715476p+0
-K32(attnLn2hi, 0x3f317200)   // 0x1.62e4p-1
-K32(attnLn2lo, 0x35bfbe8e)   // 0x1.7f7d1cp-20
-K32(attnOne, 0x3f800000)     // 1
-K32(attnP1, 0x3c072010)      // 0x1.0e4020p-7
-K32(attnP2, 0x3d2b9f17)      // 0x1.573e2ep-5
-K32(attnP3, 0x3e2aaf33)      // 0x1.555e66p-3
-K32(attnP4, 0x3efffedb)      // 0x1.fffdb6p-2
-K32(attnP5, 0x3f7ffff6)      // 0x1.ffffecp-1
-K32(attnAbs, 0x7fffffff)
-K32(attn126, 0x42fc0000)
-K32(attn192, 0x43400000)
-K32(attnG, 0x82000000)
-K32(attn7F, 0x7f000000)
+// ggml_v_expf's constants, which vec512_amd64.s's AVX-512 form reads too:
+// package symbols (·name), not private to the file as K32's are. (The
+// assembler's macros cannot paste a name after the middle dot.)
+
+DATA ·attnRound+0(SB)/4, $0x4b400000   // 0x1.8p23
+GLOBL ·attnRound(SB), RODATA|NOPTR, $4
+DATA ·attnLog2e+0(SB)/4, $0x3fb8aa3b   // 0x1.715476p+0
+GLOBL ·attnLog2e(SB), RODATA|NOPTR, $4
+DATA ·attnLn2hi+0(SB)/4, $0x3f317200   // 0x1.62e4p-1
+GLOBL ·attnLn2hi(SB), RODATA|NOPTR, $4
+DATA ·attnLn2lo+0(SB)/4, $0x35bfbe8e   // 0x1.7f7d1cp-20
+GLOBL ·attnLn2lo(SB), RODATA|NOPTR, $4
+DATA ·attnOne+0(SB)/4, $0x3f800000     // 1
+GLOBL ·attnOne(SB), RODATA|NOPTR, $4
+DATA ·attnP1+0(SB)/4, $0x3c072010      // 0x1.0e4020p-7
+GLOBL ·attnP1(SB), RODATA|NOPTR, $4
+DATA ·attnP2+0(SB)/4, $0x3d2b9f17      // 0x1.573e2ep-5
+GLOBL ·attnP2(SB), RODATA|NOPTR, $4
+DATA ·attnP3+0(SB)/4, $0x3e2aaf33      // 0x1.555e66p-3
+GLOBL ·attnP3(SB), RODATA|NOPTR, $4
+DATA ·attnP4+0(SB)/4, $0x3efffedb      // 0x1.fffdb6p-2
+GLOBL ·attnP4(SB), RODATA|NOPTR, $4
+DATA ·attnP5+0(SB)/4, $0x3f7ffff6      // 0x1.ffffecp-1
+GLOBL ·attnP5(SB), RODATA|NOPTR, $4
+DATA ·attnAbs+0(SB)/4, $0x7fffffff
+GLOBL ·attnAbs(SB), RODATA|NOPTR, $4
+DATA ·attn126+0(SB)/4, $0x42fc0000
+GLOBL ·attn126(SB), RODATA|NOPTR, $4
+DATA ·attn192+0(SB)/4, $0x43400000
+GLOBL ·attn192(SB), RODATA|NOPTR, $4
+DATA ·attnG+0(SB)/4, $0x82000000
+GLOBL ·attnG(SB), RODATA|NOPTR, $4
+DATA ·attn7F+0(SB)/4, $0x7f000000
+GLOBL ·attn7F(SB), RODATA|NOPTR, $4
 
 // VEXPF sets Y0 = ggml_v_expf(Y0), instruction for instruction, with
 // Y11 = bits(1.0), Y12 = ln2lo, Y13 = ln2hi, Y14 = log2e, Y15 = 0x1.8p23
@@ -29,11 +48,11 @@ K32(attn7F, 0x7f000000)
 // blends below pick that same value in every such lane, so always taking
 // them changes nothing. Clobbers Y1-Y9.
 #define EXPCONSTS \
-	VBROADCASTSS attnOne<>(SB), Y11; \
-	VBROADCASTSS attnLn2lo<>(SB), Y12; \
-	VBROADCASTSS attnLn2hi<>(SB), Y13; \
-	VBROADCASTSS attnLog2e<>(SB), Y14; \
-	VBROADCASTSS attnRound<>(SB), Y15
+	VBROADCASTSS ·attnOne(SB), Y11; \
+	VBROADCASTSS ·attnLn2lo(SB), Y12; \
+	VBROADCASTSS ·attnLn2hi(SB), Y13; \
+	VBROADCASTSS ·attnLog2e(SB), Y14; \
+	VBROADCASTSS ·attnRound(SB), Y15
 
 #define VEXPF \
 	VMOVAPS Y15, Y1; \
@@ -45,30 +64,30 @@ K32(attn7F, 0x7f000000)
 	VPSLLD $23, Y1, Y4; \
 	VPADDD Y11, Y4, Y5; \
 	VMULPS Y3, Y3, Y6; \
-	VBROADCASTSS attnP2<>(SB), Y7; \
-	VBROADCASTSS attnP1<>(SB), Y0; \
+	VBROADCASTSS ·attnP2(SB), Y7; \
+	VBROADCASTSS ·attnP1(SB), Y0; \
 	VFMADD231PS Y0, Y3, Y7; \
-	VBROADCASTSS attnP4<>(SB), Y8; \
-	VBROADCASTSS attnP3<>(SB), Y0; \
+	VBROADCASTSS ·attnP4(SB), Y8; \
+	VBROADCASTSS ·attnP3(SB), Y0; \
 	VFMADD231PS Y0, Y3, Y8; \
 	VFMADD231PS Y6, Y7, Y8; \
-	VBROADCASTSS attnP5<>(SB), Y9; \
+	VBROADCASTSS ·attnP5(SB), Y9; \
 	VMULPS Y3, Y9, Y9; \
 	VFMADD231PS Y6, Y8, Y9; \
-	VBROADCASTSS attnAbs<>(SB), Y1; \
+	VBROADCASTSS ·attnAbs(SB), Y1; \
 	VANDPS Y1, Y2, Y7; \
-	VBROADCASTSS attn126<>(SB), Y1; \
+	VBROADCASTSS ·attn126(SB), Y1; \
 	VCMPPS $0x1e, Y1, Y7, Y1; \
 	VMOVAPS Y5, Y0; \
 	VFMADD231PS Y9, Y5, Y0; \
 	VXORPS Y8, Y8, Y8; \
 	VCMPPS $0x12, Y8, Y2, Y8; \
-	VBROADCASTSS attnG<>(SB), Y3; \
+	VBROADCASTSS ·attnG(SB), Y3; \
 	VANDPS Y3, Y8, Y8; \
-	VBROADCASTSS attn7F<>(SB), Y3; \
+	VBROADCASTSS ·attn7F(SB), Y3; \
 	VPADDD Y3, Y8, Y3; \
 	VPSUBD Y8, Y4, Y4; \
-	VBROADCASTSS attn192<>(SB), Y6; \
+	VBROADCASTSS ·attn192(SB), Y6; \
 	VCMPPS $0x1e, Y6, Y7, Y6; \
 	VMOVAPS Y4, Y8; \
 	VFMADD231PS Y9, Y4, Y8; \
@@ -373,7 +392,7 @@ TEXT ·attnAccF16(SB), NOSPLIT, $0-56
 	MOVQ vs+32(FP), R8
 	MOVQ rows+40(FP), CX
 	MOVQ nblk+48(FP), R9
-	VBROADCASTSS attnOne<>(SB), X15
+	VBROADCASTSS ·attnOne(SB), X15
 	TESTQ CX, CX
 	JZ accdone
 
@@ -1071,7 +1090,7 @@ TEXT ·attnAccE4M3(SB), NOSPLIT, $0-56
 	MOVQ vs+32(FP), R8
 	MOVQ rows+40(FP), CX
 	MOVQ nblk+48(FP), R9
-	VBROADCASTSS attnOne<>(SB), X14
+	VBROADCASTSS ·attnOne(SB), X14
 	VBROADCASTSS attnF256<>(SB), Y15
 	TESTQ CX, CX
 	JZ e8done

@@ -4,46 +4,27 @@
 // lanes where those have eight, and the delta rule's step, two rows at a
 // time; each lane performs exactly the operations of the AVX2 kernel (and
 // so of the plain-Go twin) in the same order. The constants are
-// attn_amd64.s's (the same values, defined again here: a DATA symbol is
-// private to its file).
-
-#define K32(name, bits) DATA name<>+0(SB)/4, $bits; GLOBL name<>(SB), RODATA|NOPTR, $4
-
-K32(zRound, 0x4b400000)   // 0x1.8p23
-K32(zLog2e, 0x3fb8aa3b)   // 0x1.715476p+0
-K32(zLn2hi, 0x3f317200)   // 0x1.62e4p-1
-K32(zLn2lo, 0x35bfbe8e)   // 0x1.7f7d1cp-20
-K32(zOne, 0x3f800000)     // 1
-K32(zP1, 0x3c072010)      // 0x1.0e4020p-7
-K32(zP2, 0x3d2b9f17)      // 0x1.573e2ep-5
-K32(zP3, 0x3e2aaf33)      // 0x1.555e66p-3
-K32(zP4, 0x3efffedb)      // 0x1.fffdb6p-2
-K32(zP5, 0x3f7ffff6)      // 0x1.ffffecp-1
-K32(zAbs, 0x7fffffff)
-K32(z126, 0x42fc0000)
-K32(z192, 0x43400000)
-K32(zG, 0x82000000)
-K32(z7F, 0x7f000000)
+// attn_amd64.s's (EXP32).
 
 // ZEXPCONSTS loads the constants of ZEXPF: Z11 bits(1.0), Z12 ln2lo, Z13
 // ln2hi, Z14 log2e, Z15 0x1.8p23, Z16-Z20 P1-P5, Z21 the abs mask, Z22
 // 126, Z23 192, Z24 0x82000000, Z25 0x7f000000, Z26 zero.
 #define ZEXPCONSTS \
-	VBROADCASTSS zOne<>(SB), Z11; \
-	VBROADCASTSS zLn2lo<>(SB), Z12; \
-	VBROADCASTSS zLn2hi<>(SB), Z13; \
-	VBROADCASTSS zLog2e<>(SB), Z14; \
-	VBROADCASTSS zRound<>(SB), Z15; \
-	VBROADCASTSS zP1<>(SB), Z16; \
-	VBROADCASTSS zP2<>(SB), Z17; \
-	VBROADCASTSS zP3<>(SB), Z18; \
-	VBROADCASTSS zP4<>(SB), Z19; \
-	VBROADCASTSS zP5<>(SB), Z20; \
-	VBROADCASTSS zAbs<>(SB), Z21; \
-	VBROADCASTSS z126<>(SB), Z22; \
-	VBROADCASTSS z192<>(SB), Z23; \
-	VBROADCASTSS zG<>(SB), Z24; \
-	VBROADCASTSS z7F<>(SB), Z25; \
+	VBROADCASTSS ·attnOne(SB), Z11; \
+	VBROADCASTSS ·attnLn2lo(SB), Z12; \
+	VBROADCASTSS ·attnLn2hi(SB), Z13; \
+	VBROADCASTSS ·attnLog2e(SB), Z14; \
+	VBROADCASTSS ·attnRound(SB), Z15; \
+	VBROADCASTSS ·attnP1(SB), Z16; \
+	VBROADCASTSS ·attnP2(SB), Z17; \
+	VBROADCASTSS ·attnP3(SB), Z18; \
+	VBROADCASTSS ·attnP4(SB), Z19; \
+	VBROADCASTSS ·attnP5(SB), Z20; \
+	VBROADCASTSS ·attnAbs(SB), Z21; \
+	VBROADCASTSS ·attn126(SB), Z22; \
+	VBROADCASTSS ·attn192(SB), Z23; \
+	VBROADCASTSS ·attnG(SB), Z24; \
+	VBROADCASTSS ·attn7F(SB), Z25; \
 	VPXORD Z26, Z26, Z26
 
 // ZEXPF sets Z0 = ggml_v_expf(Z0) as attn_amd64.s's VEXPF does (the names
