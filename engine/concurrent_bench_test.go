@@ -38,7 +38,8 @@ func benchModelQ8(b *testing.B) string {
 // beside another's prompt counts). decode-tok/s is the aggregate decode
 // rate: the tokens all requests emitted while all of them were decoding
 // (from the last first token to the first last token) over that window's
-// length, what the engine sustains with N sequences running.
+// length, what the engine sustains with N sequences running. seqs/pass is
+// the mean number of sequences a forward pass served over the run.
 //
 // -concurrent-model runs it on another GGUF file (engine/model's
 // BenchmarkForwardNVFP4MultiDecode leaves the NVFP4 bench model in
@@ -61,6 +62,7 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 				var tokens, windowTokens int
 				var tpots []time.Duration
 				var window time.Duration
+				st0 := e.BatchStats()
 				t0 := time.Now()
 				for it := 0; it < b.N; it++ {
 					var wg sync.WaitGroup
@@ -121,6 +123,14 @@ func BenchmarkConcurrentDecode(b *testing.B) {
 					}
 				}
 				el := time.Since(t0)
+				if st := e.BatchStats(); st.Passes > st0.Passes {
+					// sequences per pass over the run, prompts' passes included
+					var seqs int64
+					for i := range st.BySize {
+						seqs += int64(i+1) * (st.BySize[i] - st0.BySize[i])
+					}
+					b.ReportMetric(float64(seqs)/float64(st.Passes-st0.Passes), "seqs/pass")
+				}
 				slices.Sort(tpots)
 				b.ReportMetric(float64(tokens)/el.Seconds(), "tok/s")
 				if window > 0 {

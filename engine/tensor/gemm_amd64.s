@@ -129,33 +129,124 @@ q8x8loop:
 	VZEROUPPER
 	RET
 
+// The four-vector Q8_0 kernels run a block behind on the FP side: while
+// the integer sums of block b+1 are formed, block b's are scaled and
+// added, and the four vectors' chains go op by op (Q8P4INTS). Each
+// (row, vector) lane sees the same operations in the same order as
+// Q8PAIR's (so the same bits); only the order in which independent lanes'
+// instructions are issued changes. A lane's chain (load, VPSIGNB,
+// VPMADDUBSW, VPMADDWD, VCVTDQ2PS, FMA) is ~20 cycles long; issued chain
+// by chain, one block per iteration, a Zen 3 kept fewer of them in flight.
+// What it bought, weights and vectors in L1 (BenchmarkGemmKernels
+// Q8_0-1x4 and W4A8-1x4, ten rounds interleaved with the old kernels on
+// a Zen 3 VM whose speed varied by 1.5x): median 0.0369 -> 0.0350 ns per
+// multiply-add for Q8_0, 0.0459 -> 0.0421 for W4A8, a few percent on a
+// model pass. The kernels issue ~7 instructions per 32 multiply-adds of
+// a (row, vector) pair, near the ~4 per cycle that core's FP side takes.
+
+// AVX2PREFETCH is how far ahead the four-vector tiles prefetch their
+// weight stream into L2 (as VPREFETCH in vnni_amd64.s): the rows of a
+// call follow one another in memory, so the stream runs on into the next
+// row.
+#define AVX2PREFETCH 2048
+
+// Q8P4PREP readies the weight block at 0(SI) for the four vectors of the
+// packed block at 0(DI): Y9 its quants, Y10 their absolute values, and the
+// four scale products d = dw*dx at soff(SP).
+#define Q8P4PREP(soff) \
+	PREFETCHT1 AVX2PREFETCH(SI); \
+	MOVWLZX (SI), AX; \
+	VMOVD AX, X8; \
+	VCVTPH2PS X8, X8; \
+	VBROADCASTSS X8, X8; \
+	VMULPS 128(DI), X8, X8; \
+	VMOVUPS X8, soff(SP); \
+	VMOVDQU 2(SI), Y9; \
+	VPABSB Y9, Y10
+
+// Q8P4INTS sets Y4-Y7 to the lanes' integer sums, as F32, of the four
+// vectors of the packed block at 0(DI) against the weight block readied
+// by Q8P4PREP (Q8PAIR's integer part). The four chains go op by op, not
+// one after the other: their ops then enter the scheduler close to when
+// their inputs are ready, and on a Zen 3 the FP scheduler, not the ports,
+// was what a chain-by-chain order ran out of.
+#define Q8P4INTS \
+	VMOVDQU 0(DI), Y4; \
+	VMOVDQU 32(DI), Y5; \
+	VMOVDQU 64(DI), Y6; \
+	VMOVDQU 96(DI), Y7; \
+	VPSIGNB Y9, Y4, Y4; \
+	VPSIGNB Y9, Y5, Y5; \
+	VPSIGNB Y9, Y6, Y6; \
+	VPSIGNB Y9, Y7, Y7; \
+	VPMADDUBSW Y4, Y10, Y4; \
+	VPMADDUBSW Y5, Y10, Y5; \
+	VPMADDUBSW Y6, Y10, Y6; \
+	VPMADDUBSW Y7, Y10, Y7; \
+	VPMADDWD Y15, Y4, Y4; \
+	VPMADDWD Y15, Y5, Y5; \
+	VPMADDWD Y15, Y6, Y6; \
+	VPMADDWD Y15, Y7, Y7; \
+	VCVTDQ2PS Y4, Y4; \
+	VCVTDQ2PS Y5, Y5; \
+	VCVTDQ2PS Y6, Y6; \
+	VCVTDQ2PS Y7, Y7
+
+// Q8P4FMAS adds Y4-Y7, scaled by the four products at s(SP), into Y0-Y3
+// (Q8PAIR's FMA). The kernels below keep the block in flight in Y4-Y7
+// and the products of alternate blocks in the slots at 0(SP) and 16(SP).
+#define Q8P4FMAS(s) \
+	VBROADCASTSS (s+0)(SP), Y11; \
+	VBROADCASTSS (s+4)(SP), Y12; \
+	VBROADCASTSS (s+8)(SP), Y13; \
+	VBROADCASTSS (s+12)(SP), Y14; \
+	VFMADD231PS Y4, Y11, Y0; \
+	VFMADD231PS Y5, Y12, Y1; \
+	VFMADD231PS Y6, Y13, Y2; \
+	VFMADD231PS Y7, Y14, Y3
+
 // func gemmQ8Lanes1x4(row *byte, act *byte, nblk int, lanes *[32]float32)
 // As gemmQ8Lanes1x8 for four vectors (per block: 4x32 quants, four
 // scales). nblk > 0.
-TEXT ·gemmQ8Lanes1x4(SB), NOSPLIT, $16-32
+TEXT ·gemmQ8Lanes1x4(SB), NOSPLIT, $32-32
 	MOVQ row+0(FP), SI
 	MOVQ act+8(FP), DI
 	MOVQ nblk+16(FP), CX
 	MOVQ lanes+24(FP), DX
+	VMOVDQU gemmOnes<>(SB), Y15
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	VMOVDQU gemmOnes<>(SB), Y15
+	Q8P4PREP(0)
+	Q8P4INTS
+	DECQ CX
+	JZ q8x4even
 
-q8x4loop:
-	Q8WEIGHT
-	VMULPS 128(DI), X8, X8
-	VMOVUPS X8, (SP)
-	Q8PAIR(0, 0, Y0)
-	Q8PAIR(32, 4, Y1)
-	Q8PAIR(64, 8, Y2)
-	Q8PAIR(96, 12, Y3)
+q8x4loop: // the block at SI/DI is in flight (Y4-Y7, products at 0(SP))
 	ADDQ $34, SI
 	ADDQ $144, DI
+	Q8P4PREP(16)
+	Q8P4FMAS(0)
+	Q8P4INTS
+	DECQ CX
+	JZ q8x4odd
+	ADDQ $34, SI
+	ADDQ $144, DI
+	Q8P4PREP(0)
+	Q8P4FMAS(16)
+	Q8P4INTS
 	DECQ CX
 	JNZ q8x4loop
 
+q8x4even: // the last block's products are at 0(SP)
+	Q8P4FMAS(0)
+	JMP q8x4done
+
+q8x4odd: // at 16(SP)
+	Q8P4FMAS(16)
+
+q8x4done:
 	VMOVUPS Y0, (DX)
 	VMOVUPS Y1, 32(DX)
 	VMOVUPS Y2, 64(DX)
@@ -243,7 +334,7 @@ q8t8loop:
 
 // func gemmQ8Tile1x4(row *byte, rb, rows int, act *byte, nblk int, dst *float32, dstride int)
 // rows > 0, nblk > 0.
-TEXT ·gemmQ8Tile1x4(SB), NOSPLIT, $16-56
+TEXT ·gemmQ8Tile1x4(SB), NOSPLIT, $32-56
 	Q8ROWSINIT
 
 q8t4row:
@@ -254,20 +345,35 @@ q8t4row:
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
+	Q8P4PREP(0)
+	Q8P4INTS
+	DECQ CX
+	JZ q8t4even
 
-q8t4loop:
-	Q8WEIGHT
-	VMULPS 128(DI), X8, X8
-	VMOVUPS X8, (SP)
-	Q8PAIR(0, 0, Y0)
-	Q8PAIR(32, 4, Y1)
-	Q8PAIR(64, 8, Y2)
-	Q8PAIR(96, 12, Y3)
+q8t4loop: // the block at SI/DI is in flight (Y4-Y7, products at 0(SP))
 	ADDQ $34, SI
 	ADDQ $144, DI
+	Q8P4PREP(16)
+	Q8P4FMAS(0)
+	Q8P4INTS
+	DECQ CX
+	JZ q8t4odd
+	ADDQ $34, SI
+	ADDQ $144, DI
+	Q8P4PREP(0)
+	Q8P4FMAS(16)
+	Q8P4INTS
 	DECQ CX
 	JNZ q8t4loop
 
+q8t4even: // the last block's products are at 0(SP)
+	Q8P4FMAS(0)
+	JMP q8t4done
+
+q8t4odd: // at 16(SP)
+	Q8P4FMAS(16)
+
+q8t4done:
 	HSUM8(Y0, X0, (DX))
 	HSUM8(Y1, X1, (DX)(R9*1))
 	HSUM8(Y2, X2, (DX)(R9*2))
@@ -549,8 +655,67 @@ nvq8x8loop:
 	VZEROUPPER
 	RET
 
+// NVHALFP is NVHALF with the lane scales to sc and Y12 as its scratch
+// register, for gemmNVFP4Q8Lanes1x4, which keeps the previous half's
+// scales in the other of Y10 and Y11 while the next half is readied.
+#define NVHALFP(off, perm, sc, scx) \
+	PREFETCHT1 AVX2PREFETCH(SI); \
+	VPERMILPS $perm, X13, scx; \
+	VINSERTF128 $1, scx, sc, sc; \
+	VMOVDQU off(SI), X8; \
+	VPSRLW $4, X8, X12; \
+	VPAND gemmLow<>(SB), X8, X8; \
+	VPAND gemmLow<>(SB), X12, X12; \
+	VINSERTI128 $1, X12, Y8, Y8; \
+	VPSHUFB Y8, Y14, Y8; \
+	VPABSB Y8, Y9
+
+// NVP4INTS sets Y4-Y7 to the integer lane sums, as F32, of the four
+// vectors' half-block quants at q(DI), q+64, q+128, q+192 against the half
+// readied in Y8/Y9 (NVQ8PAIR's integer part), op by op as Q8P4INTS.
+#define NVP4INTS(q) \
+	VMOVDQU (q+0)(DI), Y4; \
+	VMOVDQU (q+64)(DI), Y5; \
+	VMOVDQU (q+128)(DI), Y6; \
+	VMOVDQU (q+192)(DI), Y7; \
+	VPSIGNB Y8, Y4, Y4; \
+	VPSIGNB Y8, Y5, Y5; \
+	VPSIGNB Y8, Y6, Y6; \
+	VPSIGNB Y8, Y7, Y7; \
+	VPMADDUBSW Y4, Y9, Y4; \
+	VPMADDUBSW Y5, Y9, Y5; \
+	VPMADDUBSW Y6, Y9, Y6; \
+	VPMADDUBSW Y7, Y9, Y7; \
+	VPMADDWD Y15, Y4, Y4; \
+	VPMADDWD Y15, Y5, Y5; \
+	VPMADDWD Y15, Y6, Y6; \
+	VPMADDWD Y15, Y7, Y7; \
+	VCVTDQ2PS Y4, Y4; \
+	VCVTDQ2PS Y5, Y5; \
+	VCVTDQ2PS Y6, Y6; \
+	VCVTDQ2PS Y7, Y7
+
+// NVP4FMA adds r times the lane scales sc times the factor at doff(DI)
+// into acc (NVQ8PAIR's scale product and FMA).
+#define NVP4FMA(doff, sc, r, acc) \
+	VBROADCASTSS doff(DI), Y12; \
+	VMULPS Y12, sc, Y12; \
+	VFMADD231PS r, Y12, acc
+
+// NVP4FMAS adds Y4-Y7 times the lane scales sc times the four factors
+// from d(DI) into Y0-Y3.
+#define NVP4FMAS(d, sc) \
+	NVP4FMA(d, sc, Y4, Y0); \
+	NVP4FMA(d+4, sc, Y5, Y1); \
+	NVP4FMA(d+8, sc, Y6, Y2); \
+	NVP4FMA(d+12, sc, Y7, Y3)
+
 // func gemmNVFP4Q8Lanes1x4(row *byte, act *byte, nblk int, lanes *[32]float32)
-// As gemmNVFP4Q8Lanes1x8 for four vectors. nblk > 0.
+// As gemmNVFP4Q8Lanes1x8 for four vectors. nblk > 0. It runs half a block
+// behind on the FP side, as the Q8_0 four-vector kernels do a block
+// behind: while the integer sums of one half block are formed (Y4-Y7),
+// the previous half's are scaled and added; the lanes' operations and
+// their order are NVQ8PAIR's.
 TEXT ·gemmNVFP4Q8Lanes1x4(SB), NOSPLIT, $0-32
 	MOVQ row+0(FP), SI
 	MOVQ act+8(FP), DI
@@ -563,23 +728,28 @@ TEXT ·gemmNVFP4Q8Lanes1x4(SB), NOSPLIT, $0-32
 	VMOVDQU gemmE2M1<>(SB), Y14
 	VMOVDQU gemmOnes<>(SB), Y15
 
-nvq8x4loop:
+	// the first block's first half: integer part only
 	NVSCALES4
-	NVHALF(4, 0x50)
-	NVQ8PAIR(0, 256, Y0)
-	NVQ8PAIR(64, 260, Y1)
-	NVQ8PAIR(128, 264, Y2)
-	NVQ8PAIR(192, 268, Y3)
-	NVHALF(20, 0xFA)
-	NVQ8PAIR(32, 272, Y0)
-	NVQ8PAIR(96, 276, Y1)
-	NVQ8PAIR(160, 280, Y2)
-	NVQ8PAIR(224, 284, Y3)
+	NVHALFP(4, 0x50, Y10, X10)
+	NVP4INTS(0)
+	JMP nvp4half1
+
+nvp4loop: // half 1 of the block before DI is in flight (Y4-Y7, scales Y11)
+	NVSCALES4
+	NVHALFP(4, 0x50, Y10, X10)
+	NVP4FMAS(-16, Y11)
+	NVP4INTS(0)
+
+nvp4half1: // half 0 of this block is in flight (scales Y10)
+	NVHALFP(20, 0xFA, Y11, X11)
+	NVP4FMAS(256, Y10)
+	NVP4INTS(32)
 	ADDQ $36, SI
 	ADDQ $288, DI
 	DECQ CX
-	JNZ nvq8x4loop
+	JNZ nvp4loop
 
+	NVP4FMAS(-16, Y11)
 	VMOVUPS Y0, (DX)
 	VMOVUPS Y1, 32(DX)
 	VMOVUPS Y2, 64(DX)

@@ -102,6 +102,11 @@ func BenchmarkGemmKernels(b *testing.B) {
 		packQ8Tile(pq, q8[v*nb:(v+1)*nb], v, n, nb)
 		packNVQ8Tile(pn, q8[v*nb:(v+1)*nb], v, n, nb/2)
 	}
+	pq4, pn4 := make([]byte, 4*nb*q8ActBytes), make([]byte, 4*nb*q8ActBytes)
+	for v := 0; v < 4; v++ {
+		packQ8Tile(pq4, q8[v*nb:(v+1)*nb], v, 4, nb)
+		packNVQ8Tile(pn4, q8[v*nb:(v+1)*nb], v, 4, nb/2)
+	}
 	f4 := make([]fp4Act, n*cols/nvBlock)
 	for v := 0; v < n; v++ {
 		quantizeActFP4(f4[v*cols/nvBlock:(v+1)*cols/nvBlock], x[v*cols:(v+1)*cols], 0)
@@ -122,8 +127,10 @@ func BenchmarkGemmKernels(b *testing.B) {
 		f    func()
 	}{
 		{"Q8_0-1x8", n * cols, func() { gemmQ8Lanes1x8(&q8m.Data[0], &pq[0], nb, &l64) }},
+		{"Q8_0-1x4", 4 * cols, func() { gemmQ8Lanes1x4(&q8m.Data[0], &pq4[0], nb, &l32) }},
 		{"Q8_0-old-4rows", 4 * cols, func() { dotQ8RowsSIMD(dst, q8m.Data, len(q8m.Data)/4, q8[:nb]) }},
 		{"W4A8-1x8", n * cols, func() { gemmNVFP4Q8Lanes1x8(&nvm.Data[0], &pn[0], cols/nvBlock, &l64) }},
+		{"W4A8-1x4", 4 * cols, func() { gemmNVFP4Q8Lanes1x4(&nvm.Data[0], &pn4[0], cols/nvBlock, &l32) }},
 		{"W4A8-old-4rows", 4 * cols, func() { dotNVFP4Q8RowsSIMD(dst, nvm.Data, len(nvm.Data)/4, q8[:nb]) }},
 		{"W4A4-1x4", 4 * cols, func() {
 			gemmNVFP4FP4Lanes1x4(&nvm.Data[0], &f4[0], cols/nvBlock*int(unsafe.Sizeof(fp4Act{})), cols/nvBlock, &l32)
