@@ -332,12 +332,45 @@ q8t8loop:
 	VZEROUPPER
 	RET
 
+// Q8T4PAIR runs vector v (quants at 32v(DI)) of the block for both rows:
+// the chains of (row 0, v) and (row 1, v) op by op, Q8PAIR's operations
+// for each; the scale products are at 4v(SP) and 16+4v(SP).
+#define Q8T4PAIR(v, a0, a1) \
+	VMOVDQU (32*v)(DI), Y11; \
+	VPSIGNB Y9, Y11, Y8; \
+	VPSIGNB Y13, Y11, Y12; \
+	VPMADDUBSW Y8, Y10, Y8; \
+	VPMADDUBSW Y12, Y14, Y12; \
+	VPMADDWD Y15, Y8, Y8; \
+	VPMADDWD Y15, Y12, Y12; \
+	VCVTDQ2PS Y8, Y8; \
+	VCVTDQ2PS Y12, Y12; \
+	VBROADCASTSS (4*v)(SP), Y11; \
+	VFMADD231PS Y8, Y11, a0; \
+	VBROADCASTSS (16+4*v)(SP), Y11; \
+	VFMADD231PS Y12, Y11, a1
+
 // func gemmQ8Tile1x4(row *byte, rb, rows int, act *byte, nblk int, dst *float32, dstride int)
-// rows > 0, nblk > 0.
+// rows > 0, nblk > 0. Rows i and i+h of the h = rows/2 pairs at a time (a
+// last odd row alone, paired with itself and stored once), as
+// gemmQ8Tile1x2: in a model pass the weights come from memory, and one
+// stream ran at about half the rate of two. Registers: Y0-Y3 row 0's
+// lanes, Y4-Y7 row 1's; R14 the pairs left, BX the second row's offset (0
+// for the odd row), R10 its outputs', R15 3*dstride.
 TEXT ·gemmQ8Tile1x4(SB), NOSPLIT, $32-56
 	Q8ROWSINIT
+	LEAQ (R9)(R9*2), R15 // 3*dstride
+	MOVQ R8, R14
+	SHRQ $1, R14
+	MOVQ R14, BX
+	IMULQ rb+8(FP), BX
+	MOVQ R14, R10
+	SHLQ $2, R10
+	TESTQ R14, R14
+	JNZ q8t4rows
+	XORQ BX, BX // one row
 
-q8t4row:
+q8t4rows:
 	MOVQ R11, SI
 	MOVQ R12, DI
 	MOVQ R13, CX
@@ -345,63 +378,142 @@ q8t4row:
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	Q8P4PREP(0)
-	Q8P4INTS
-	DECQ CX
-	JZ q8t4even
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
 
-q8t4loop: // the block at SI/DI is in flight (Y4-Y7, products at 0(SP))
+q8t4loop:
+	PREFETCHT1 AVX2PREFETCH(SI)
+	PREFETCHT1 AVX2PREFETCH(SI)(BX*1)
+	VMOVUPS 128(DI), X11
+	MOVWLZX (SI), AX
+	VMOVD AX, X8
+	VCVTPH2PS X8, X8
+	VBROADCASTSS X8, X8
+	VMULPS X11, X8, X8
+	VMOVUPS X8, (SP)
+	MOVWLZX (SI)(BX*1), AX
+	VMOVD AX, X12
+	VCVTPH2PS X12, X12
+	VBROADCASTSS X12, X12
+	VMULPS X11, X12, X12
+	VMOVUPS X12, 16(SP)
+	VMOVDQU 2(SI), Y9
+	VPABSB Y9, Y10
+	VMOVDQU 2(SI)(BX*1), Y13
+	VPABSB Y13, Y14
+	Q8T4PAIR(0, Y0, Y4)
+	Q8T4PAIR(1, Y1, Y5)
+	Q8T4PAIR(2, Y2, Y6)
+	Q8T4PAIR(3, Y3, Y7)
 	ADDQ $34, SI
 	ADDQ $144, DI
-	Q8P4PREP(16)
-	Q8P4FMAS(0)
-	Q8P4INTS
-	DECQ CX
-	JZ q8t4odd
-	ADDQ $34, SI
-	ADDQ $144, DI
-	Q8P4PREP(0)
-	Q8P4FMAS(16)
-	Q8P4INTS
 	DECQ CX
 	JNZ q8t4loop
 
-q8t4even: // the last block's products are at 0(SP)
-	Q8P4FMAS(0)
-	JMP q8t4done
-
-q8t4odd: // at 16(SP)
-	Q8P4FMAS(16)
-
-q8t4done:
 	HSUM8(Y0, X0, (DX))
 	HSUM8(Y1, X1, (DX)(R9*1))
 	HSUM8(Y2, X2, (DX)(R9*2))
-	HSUM8(Y3, X3, (DX)(R10*1))
-	Q8ROWSNEXT
-	JNZ q8t4row
+	HSUM8(Y3, X3, (DX)(R15*1))
+	TESTQ BX, BX
+	JZ q8t4done // the odd row
+	LEAQ (DX)(R10*1), AX
+	HSUM8(Y4, X4, (AX))
+	HSUM8(Y5, X5, (AX)(R9*1))
+	HSUM8(Y6, X6, (AX)(R9*2))
+	HSUM8(Y7, X7, (AX)(R15*1))
+	ADDQ rb+8(FP), R11
+	ADDQ $4, DX
+	DECQ R14
+	JNZ q8t4rows
+	TESTQ $1, R8
+	JZ q8t4done
+	LEAQ (R11)(BX*1), R11 // row 2h
+	ADDQ R10, DX
+	XORQ BX, BX
+	JMP q8t4rows
+
+q8t4done:
 	VZEROUPPER
 	RET
 
 // func gemmQ8Tile1x2(row *byte, rb, rows int, act *byte, nblk int, dst *float32, dstride int)
-// rows > 0, nblk > 0.
+// rows > 0, nblk > 0. Two rows at a time, rows i and i+h of the h =
+// rows/2 pairs (a last odd row alone, paired with itself and stored
+// once): a block's four (row, vector) chains go op by op, and the weights
+// come in two streams half the rows apart. With one row at a time (one
+// stream, two chains) two vectors cost a Zen 3 as much as four in a model
+// pass. Each pair's operations and their order are Q8PAIR's.
+// Registers: R14 the pairs left, BX the second row's offset (h rows; 0
+// for the odd row), R10 its outputs' (h floats).
 TEXT ·gemmQ8Tile1x2(SB), NOSPLIT, $16-56
 	Q8ROWSINIT
+	MOVQ R8, R14
+	SHRQ $1, R14
+	MOVQ R14, BX
+	IMULQ rb+8(FP), BX
+	MOVQ R14, R10
+	SHLQ $2, R10
+	TESTQ R14, R14
+	JNZ q8t2rows
+	XORQ BX, BX // one row
 
-q8t2row:
+q8t2rows:
 	MOVQ R11, SI
 	MOVQ R12, DI
 	MOVQ R13, CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
 
 q8t2loop:
-	Q8WEIGHT
-	VMOVSD 64(DI), X13
-	VMULPS X13, X8, X8
-	VMOVUPS X8, (SP)
-	Q8PAIR(0, 0, Y0)
-	Q8PAIR(32, 4, Y1)
+	PREFETCHT1 AVX2PREFETCH(SI)
+	PREFETCHT1 AVX2PREFETCH(SI)(BX*1)
+	MOVWLZX (SI), AX
+	VMOVD AX, X8
+	VCVTPH2PS X8, X8
+	VBROADCASTSS X8, X8
+	MOVWLZX (SI)(BX*1), AX
+	VMOVD AX, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS X6, X6
+	VMOVSD 64(DI), X7
+	VMULPS X7, X8, X8
+	VMULPS X7, X6, X6
+	VMOVSD X8, (SP)
+	VMOVSD X6, 8(SP)
+	VMOVDQU 2(SI), Y9
+	VPABSB Y9, Y10
+	VMOVDQU 2(SI)(BX*1), Y13
+	VPABSB Y13, Y14
+	VMOVDQU 0(DI), Y4
+	VMOVDQU 32(DI), Y5
+	VPSIGNB Y9, Y4, Y6
+	VPSIGNB Y9, Y5, Y7
+	VPSIGNB Y13, Y4, Y11
+	VPSIGNB Y13, Y5, Y12
+	VPMADDUBSW Y6, Y10, Y6
+	VPMADDUBSW Y7, Y10, Y7
+	VPMADDUBSW Y11, Y14, Y11
+	VPMADDUBSW Y12, Y14, Y12
+	VPMADDWD Y15, Y6, Y6
+	VPMADDWD Y15, Y7, Y7
+	VPMADDWD Y15, Y11, Y11
+	VPMADDWD Y15, Y12, Y12
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VCVTDQ2PS Y11, Y11
+	VCVTDQ2PS Y12, Y12
+	VBROADCASTSS 0(SP), Y8
+	VFMADD231PS Y6, Y8, Y0
+	VBROADCASTSS 4(SP), Y8
+	VFMADD231PS Y7, Y8, Y1
+	VBROADCASTSS 8(SP), Y8
+	VFMADD231PS Y11, Y8, Y2
+	VBROADCASTSS 12(SP), Y8
+	VFMADD231PS Y12, Y8, Y3
 	ADDQ $34, SI
 	ADDQ $72, DI
 	DECQ CX
@@ -409,8 +521,24 @@ q8t2loop:
 
 	HSUM8(Y0, X0, (DX))
 	HSUM8(Y1, X1, (DX)(R9*1))
-	Q8ROWSNEXT
-	JNZ q8t2row
+	TESTQ BX, BX
+	JZ q8t2done // the odd row
+	LEAQ (DX)(R10*1), AX
+	HSUM8(Y2, X2, (AX))
+	HSUM8(Y3, X3, (AX)(R9*1))
+	ADDQ rb+8(FP), R11
+	ADDQ $4, DX
+	DECQ R14
+	JNZ q8t2rows
+	// the pairs are done: rows h..2h-1 too
+	TESTQ $1, R8
+	JZ q8t2done
+	LEAQ (R11)(BX*1), R11 // row 2h
+	ADDQ R10, DX
+	XORQ BX, BX
+	JMP q8t2rows
+
+q8t2done:
 	VZEROUPPER
 	RET
 

@@ -37,7 +37,7 @@ func BenchmarkGemm(b *testing.B) {
 	defer func() { useTiles = useSIMD }()
 	for _, name := range []string{"Q8_0", "F16", "BF16", "NVFP4", "NVFP4-A4"} {
 		for _, shape := range []string{"1024x1024", "4096x1024"} {
-			for _, n := range []int{1, 4, 16, 64, 512} {
+			for _, n := range []int{1, 2, 4, 16, 64, 512} {
 				for _, tiles := range []bool{false, true} {
 					if n == 1 && tiles {
 						continue
