@@ -143,6 +143,13 @@ func gemmNVFP4Q8Lanes1x8(row *byte, act *byte, nblk int, lanes *[64]float32)
 //go:noescape
 func gemmNVFP4Q8Lanes1x4(row *byte, act *byte, nblk int, lanes *[32]float32)
 
+// gemmNVFP4Q8Tile1x2 is gemmNVQ8Rows's loop for a whole group of two
+// vectors: rows rows of rb bytes from row, the sums stored to
+// dst[v*dstride/4+r].
+//
+//go:noescape
+func gemmNVFP4Q8Tile1x2(row *byte, rb, rows int, act *byte, nblk int, dst *float32, dstride int)
+
 //go:noescape
 func gemmNVFP4Q8Lanes1x2(row *byte, act *byte, nblk int, lanes *[16]float32)
 
@@ -156,6 +163,13 @@ func gemmNVFP4FP4Lanes1x4(row *byte, act *fp4Act, xstride int, nblk int, lanes *
 func gemmNVQ8Rows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte, v0, s, used int) {
 	nb := rb / nvBlockBytes
 	act = act[:s*nb*2*q8ActBytes]
+	if s == 2 && used == 2 && hi > lo {
+		// the kernel stores the sums itself
+		_ = dst[(v0+1)*rows+hi-1]
+		_ = data[hi*rb-1]
+		gemmNVFP4Q8Tile1x2(&data[lo*rb], rb, hi-lo, &act[0], nb, &dst[v0*rows+lo], 4*rows)
+		return
+	}
 	var l [64]float32
 	for r := lo; r < hi; r++ {
 		row := data[r*rb : (r+1)*rb]

@@ -885,6 +885,143 @@ nvp4half1: // half 0 of this block is in flight (scales Y10)
 	VZEROUPPER
 	RET
 
+// NVSCALESR is NVSCALES4 for the block at off(SI): the four scales as
+// floats into dst (an xmm register), tmp clobbered (and AX).
+#define NVSCALESR(off, dst, tmp) \
+	MOVL off(SI), AX; \
+	VMOVD AX, dst; \
+	VPMOVZXBW dst, dst; \
+	VPAND gemmW7F<>(SB), dst, dst; \
+	VPCMPEQW gemmW7F<>(SB), dst, tmp; \
+	VPSLLW $7, dst, dst; \
+	VPANDN dst, tmp, dst; \
+	VCVTPH2PS dst, dst
+
+// NVHALFR is NVHALF for the half at off(SI) with its registers named:
+// the block's scales at soff(SP), vals/abs the codes' doubled E2M1 values
+// and their absolute values, sc (scx its xmm) the lane scales, tmp (tmpx)
+// scratch.
+#define NVHALFR(off, perm, soff, vals, valsx, abs, sc, scx, tmp, tmpx) \
+	VPERMILPS $perm, soff(SP), scx; \
+	VINSERTF128 $1, scx, sc, sc; \
+	VMOVDQU off(SI), valsx; \
+	VPSRLW $4, valsx, tmpx; \
+	VPAND gemmLow<>(SB), valsx, valsx; \
+	VPAND gemmLow<>(SB), tmpx, tmpx; \
+	VINSERTI128 $1, tmpx, vals, vals; \
+	VPSHUFB vals, Y14, vals; \
+	VPABSB vals, abs
+
+// NVT2PAIR runs vector v of half h (quants at q(DI), factor at d(DI))
+// for both rows, op by op: row 0's half in Y8/Y9/Y10, row 1's in
+// Y11/Y12/Y13 (NVQ8PAIR's operations for each).
+#define NVT2PAIR(q, d, a0, a1) \
+	VMOVDQU q(DI), Y4; \
+	VPSIGNB Y8, Y4, Y5; \
+	VPSIGNB Y11, Y4, Y6; \
+	VPMADDUBSW Y5, Y9, Y5; \
+	VPMADDUBSW Y6, Y12, Y6; \
+	VPMADDWD Y15, Y5, Y5; \
+	VPMADDWD Y15, Y6, Y6; \
+	VCVTDQ2PS Y5, Y5; \
+	VCVTDQ2PS Y6, Y6; \
+	VBROADCASTSS d(DI), Y4; \
+	VMULPS Y4, Y10, Y7; \
+	VFMADD231PS Y5, Y7, a0; \
+	VMULPS Y4, Y13, Y7; \
+	VFMADD231PS Y6, Y7, a1
+
+// NVHSUM8 stores hsum8(l0, l1, l4, l5, l2, l3, l6, l7) of the lanes of
+// acc (ymm; accx its xmm, clobbered) at addr: ((l0+l2)+(l4+l6)) +
+// ((l1+l3)+(l5+l7)), gemmNVQ8Rows's sum of the W4A8 lanes. Clobbers X12,
+// X13.
+#define NVHSUM8(acc, accx, addr) \
+	VEXTRACTF128 $1, acc, X12; \
+	VMOVHLPS accx, accx, X13; \
+	VADDPS X13, accx, X13; \
+	VMOVHLPS X12, X12, accx; \
+	VADDPS accx, X12, X12; \
+	VADDPS X12, X13, X13; \
+	VMOVSHDUP X13, X12; \
+	VADDSS X12, X13, X13; \
+	VMOVSS X13, addr
+
+// func gemmNVFP4Q8Tile1x2(row *byte, rb, rows int, act *byte, nblk int, dst *float32, dstride int)
+// W4A8, two vectors packed by packNVQ8Tile: dst[v*dstride/4 + r] is
+// gemmNVQ8Rows's sum for row r and vector v. rows > 0, nblk > 0. Rows i
+// and i+h of the h = rows/2 pairs at a time (a last odd row alone, paired
+// with itself and stored once), as gemmQ8Tile1x2. Registers: Y0/Y1 row
+// 0's lanes, Y2/Y3 row 1's; R14 the pairs left, BX the second row's
+// offset (0 for the odd row), R10 its outputs'; the two rows' block
+// scales at 0(SP) and 16(SP).
+TEXT ·gemmNVFP4Q8Tile1x2(SB), NOSPLIT, $32-56
+	Q8ROWSINIT
+	VMOVDQU gemmE2M1<>(SB), Y14
+	MOVQ R8, R14
+	SHRQ $1, R14
+	MOVQ R14, BX
+	IMULQ rb+8(FP), BX
+	MOVQ R14, R10
+	SHLQ $2, R10
+	TESTQ R14, R14
+	JNZ nvt2rows
+	XORQ BX, BX // one row
+
+nvt2rows:
+	MOVQ R11, SI
+	MOVQ R12, DI
+	MOVQ R13, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+nvt2loop:
+	PREFETCHT1 AVX2PREFETCH(SI)
+	PREFETCHT1 AVX2PREFETCH(SI)(BX*1)
+	NVSCALESR(0, X7, X4)
+	VMOVUPS X7, (SP)
+	ADDQ BX, SI
+	NVSCALESR(0, X7, X4)
+	VMOVUPS X7, 16(SP)
+	NVHALFR(4, 0x50, 16, Y11, X11, Y12, Y13, X13, Y7, X7)
+	SUBQ BX, SI
+	NVHALFR(4, 0x50, 0, Y8, X8, Y9, Y10, X10, Y7, X7)
+	NVT2PAIR(0, 128, Y0, Y2)
+	NVT2PAIR(64, 132, Y1, Y3)
+	ADDQ BX, SI
+	NVHALFR(20, 0xFA, 16, Y11, X11, Y12, Y13, X13, Y7, X7)
+	SUBQ BX, SI
+	NVHALFR(20, 0xFA, 0, Y8, X8, Y9, Y10, X10, Y7, X7)
+	NVT2PAIR(32, 136, Y0, Y2)
+	NVT2PAIR(96, 140, Y1, Y3)
+	ADDQ $36, SI
+	ADDQ $144, DI
+	DECQ CX
+	JNZ nvt2loop
+
+	NVHSUM8(Y0, X0, (DX))
+	NVHSUM8(Y1, X1, (DX)(R9*1))
+	TESTQ BX, BX
+	JZ nvt2done // the odd row
+	LEAQ (DX)(R10*1), AX
+	NVHSUM8(Y2, X2, (AX))
+	NVHSUM8(Y3, X3, (AX)(R9*1))
+	ADDQ rb+8(FP), R11
+	ADDQ $4, DX
+	DECQ R14
+	JNZ nvt2rows
+	TESTQ $1, R8
+	JZ nvt2done
+	LEAQ (R11)(BX*1), R11 // row 2h
+	ADDQ R10, DX
+	XORQ BX, BX
+	JMP nvt2rows
+
+nvt2done:
+	VZEROUPPER
+	RET
+
 // func gemmNVFP4Q8Lanes1x2(row *byte, act *byte, nblk int, lanes *[16]float32)
 // As gemmNVFP4Q8Lanes1x8 for two vectors. nblk > 0.
 TEXT ·gemmNVFP4Q8Lanes1x2(SB), NOSPLIT, $0-32
