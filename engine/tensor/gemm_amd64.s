@@ -129,9 +129,11 @@ q8x8loop:
 	VZEROUPPER
 	RET
 
-// The four-vector Q8_0 kernels run a block behind on the FP side: while
-// the integer sums of block b+1 are formed, block b's are scaled and
-// added, and the four vectors' chains go op by op (Q8P4INTS). Each
+// gemmQ8Lanes1x4 (and gemmNVFP4Q8Lanes1x4 below) run a block behind on
+// the FP side: while the integer sums of block b+1 are formed, block b's
+// are scaled and added, and the four vectors' chains go op by op
+// (Q8P4INTS). The multi-row tiles (gemmQ8Tile1x4, gemmQ8Tile1x2,
+// gemmNVFP4Q8Tile1x2) take two rows at a time instead. Each
 // (row, vector) lane sees the same operations in the same order as
 // Q8PAIR's (so the same bits); only the order in which independent lanes'
 // instructions are issued changes. A lane's chain (load, VPSIGNB,
@@ -144,10 +146,9 @@ q8x8loop:
 // model pass. The kernels issue ~7 instructions per 32 multiply-adds of
 // a (row, vector) pair, near the ~4 per cycle that core's FP side takes.
 
-// AVX2PREFETCH is how far ahead the four-vector tiles prefetch their
-// weight stream into L2 (as VPREFETCH in vnni_amd64.s): the rows of a
-// call follow one another in memory, so the stream runs on into the next
-// row.
+// AVX2PREFETCH is how far ahead the AVX2 tiles prefetch their weight
+// streams into L2 (as VPREFETCH in vnni_amd64.s): the rows of a call
+// follow one another in memory, so a stream runs on into the next row.
 #define AVX2PREFETCH 2048
 
 // Q8P4PREP readies the weight block at 0(SI) for the four vectors of the
