@@ -21,6 +21,19 @@ GLOBL gemmOnes<>(SB), RODATA|NOPTR, $32
 
 // ---------------------------------------------------------------- Q8_0
 
+// PAIRROWSINIT sets up the two-row tiles' walk after Q8ROWSINIT: R14 the
+// h = rows/2 pairs (rows i and i+h), BX the second row's offset (h rows),
+// R10 its outputs' (h floats); the flags tell whether h is 0.
+#define PAIRROWSINIT \
+	MOVQ R8, R14; \
+	SHRQ $1, R14; \
+	MOVQ R14, BX; \
+	IMULQ rb+8(FP), BX; \
+	MOVQ R14, R10; \
+	SHLQ $2, R10; \
+	TESTQ R14, R14
+
+
 // Q8PAIR adds one block of one vector of the tile into acc. Y9: the weight
 // quants, Y10: their absolute values, Y15: words of 1; the activation
 // quants are at off(DI) and the pair's scale product d at doff(SP).
@@ -361,13 +374,7 @@ q8t8loop:
 TEXT ·gemmQ8Tile1x4(SB), NOSPLIT, $32-56
 	Q8ROWSINIT
 	LEAQ (R9)(R9*2), R15 // 3*dstride
-	MOVQ R8, R14
-	SHRQ $1, R14
-	MOVQ R14, BX
-	IMULQ rb+8(FP), BX
-	MOVQ R14, R10
-	SHLQ $2, R10
-	TESTQ R14, R14
+	PAIRROWSINIT
 	JNZ q8t4rows
 	XORQ BX, BX // one row
 
@@ -450,13 +457,7 @@ q8t4done:
 // for the odd row), R10 its outputs' (h floats).
 TEXT ·gemmQ8Tile1x2(SB), NOSPLIT, $16-56
 	Q8ROWSINIT
-	MOVQ R8, R14
-	SHRQ $1, R14
-	MOVQ R14, BX
-	IMULQ rb+8(FP), BX
-	MOVQ R14, R10
-	SHLQ $2, R10
-	TESTQ R14, R14
+	PAIRROWSINIT
 	JNZ q8t2rows
 	XORQ BX, BX // one row
 
@@ -684,18 +685,22 @@ DATA gemmDup<>+0(SB)/8, $0x8001800180008000
 DATA gemmDup<>+8(SB)/8, $0x8003800380028002
 GLOBL gemmDup<>(SB), RODATA|NOPTR, $16
 
+// NVSCALESR loads the block scales at off(SI) (see NVSCALES4) as
+// floats into dst (an xmm register), tmp clobbered (and AX).
+#define NVSCALESR(off, dst, tmp) \
+	MOVL off(SI), AX; \
+	VMOVD AX, dst; \
+	VPMOVZXBW dst, dst; \
+	VPAND gemmW7F<>(SB), dst, dst; \
+	VPCMPEQW gemmW7F<>(SB), dst, tmp; \
+	VPSLLW $7, dst, dst; \
+	VPANDN dst, tmp, dst; \
+	VCVTPH2PS dst, dst
+
 // NVSCALES4 loads the four UE4M3 scale bytes at 0(SI) as floats (UE4M3 *
 // 2^-8, the NaN code 0x7F zeroed, as nvfp4_amd64.s's NVFP4SCALES) into
 // X13. Clobbers AX, X12.
-#define NVSCALES4 \
-	MOVL 0(SI), AX; \
-	VMOVD AX, X13; \
-	VPMOVZXBW X13, X13; \
-	VPAND gemmW7F<>(SB), X13, X13; \
-	VPCMPEQW gemmW7F<>(SB), X13, X12; \
-	VPSLLW $7, X13, X13; \
-	VPANDN X13, X12, X13; \
-	VCVTPH2PS X13, X13
+#define NVSCALES4 NVSCALESR(0, X13, X12)
 
 // NVHALF readies half h of the weight block at 0(SI) (code bytes off..off+15,
 // sub-blocks 2h and 2h+1), as nvfp4_amd64.s's NVFP4CODES and NVFP4ROW: Y8
@@ -886,18 +891,6 @@ nvp4half1: // half 0 of this block is in flight (scales Y10)
 	VZEROUPPER
 	RET
 
-// NVSCALESR is NVSCALES4 for the block at off(SI): the four scales as
-// floats into dst (an xmm register), tmp clobbered (and AX).
-#define NVSCALESR(off, dst, tmp) \
-	MOVL off(SI), AX; \
-	VMOVD AX, dst; \
-	VPMOVZXBW dst, dst; \
-	VPAND gemmW7F<>(SB), dst, dst; \
-	VPCMPEQW gemmW7F<>(SB), dst, tmp; \
-	VPSLLW $7, dst, dst; \
-	VPANDN dst, tmp, dst; \
-	VCVTPH2PS dst, dst
-
 // NVHALFR is NVHALF for the half at off(SI) with its registers named:
 // the block's scales at soff(SP), vals/abs the codes' doubled E2M1 values
 // and their absolute values, sc (scx its xmm) the lane scales, tmp (tmpx)
@@ -958,13 +951,7 @@ nvp4half1: // half 0 of this block is in flight (scales Y10)
 TEXT ·gemmNVFP4Q8Tile1x2(SB), NOSPLIT, $32-56
 	Q8ROWSINIT
 	VMOVDQU gemmE2M1<>(SB), Y14
-	MOVQ R8, R14
-	SHRQ $1, R14
-	MOVQ R14, BX
-	IMULQ rb+8(FP), BX
-	MOVQ R14, R10
-	SHLQ $2, R10
-	TESTQ R14, R14
+	PAIRROWSINIT
 	JNZ nvt2rows
 	XORQ BX, BX // one row
 
