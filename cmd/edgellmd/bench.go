@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -144,7 +145,7 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 			line.DeviceMemoryUsedMiB = round2(float64(e.Device().MemoryUsedBytes) / (1 << 20))
 			line.CopyGBs = round2(copyGBs)
 			if copyGBs > 0 {
-				line.DecodeOfCopy = round3(run.DecodeGBs / copyGBs)
+				line.DecodeOfCopy = roundSig3(run.DecodeGBs / copyGBs)
 			}
 		}
 		anon, file := residentMiB()
@@ -172,3 +173,13 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
 
 func round3(x float64) float64 { return float64(int64(x*1000+0.5)) / 1000 }
+
+// roundSig3 rounds x > 0 to three significant digits, so that a small
+// ratio (a software driver's decode against its copy rate) is not shown as 0.
+func roundSig3(x float64) float64 {
+	if x <= 0 {
+		return x
+	}
+	p := math.Pow(10, 2-math.Floor(math.Log10(x)))
+	return math.Round(x*p) / p
+}
