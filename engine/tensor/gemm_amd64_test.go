@@ -115,7 +115,7 @@ func TestGemmNVFP4Tiles(t *testing.T) {
 		cols := nbv * nvBlock
 		for _, n := range []int{2, 3, 4, 5, 6, 7, 8, 11, 13, 15} {
 			for rep := 0; rep < 6; rep++ {
-				const rows = 4
+				rows := 4 + 3*(rep&1) // from row 1: one pair and an odd row, or three pairs
 				rb := nbv * nvBlockBytes
 				data := make([]byte, rows*rb)
 				for i := range data {
