@@ -173,15 +173,21 @@ func ggmlDotF32On(x, y []float32, simd bool) float32 {
 	y = y[:n]
 	np := n &^ 31
 	var sum float32
-	if np > 0 {
+	switch {
+	case np > 0 && simd:
+		sum = f32Sum(&x[0], &y[0], np/32)
+	case np > 0:
 		var acc [32]float32
-		if simd {
-			ggmlDotF32Blocks(&x[0], &y[0], np/32, &acc)
-		} else {
-			ggmlDotF32Lanes(x[:np], y[:np], &acc)
-		}
+		ggmlDotF32Lanes(x[:np], y[:np], &acc)
 		sum = ggmlReduce32(&acc)
 	}
+	return ggmlDotF32Tail(x, y, np, sum)
+}
+
+// ggmlDotF32Tail adds the columns from np (a multiple of 32) to sum, the
+// blocks' reduced lanes, as ggml_vec_dot_f32 does its leftovers.
+func ggmlDotF32Tail(x, y []float32, np int, sum float32) float32 {
+	n := len(x)
 	tail := n - (n-np)%4
 	for i := np; i < tail; i++ {
 		sum += float32(x[i] * y[i])

@@ -26,6 +26,26 @@ func dotF32Rows(dst, w []float32, cols int, x []float32) {
 	}
 }
 
+// dotF32Rows2 is dotF32Rows for two vectors x0 and x1 (dst0 and dst1 their
+// outputs), each weight block read once for both: the same sums.
+func dotF32Rows2(dst0, dst1, w []float32, cols int, x0, x1 []float32) {
+	np := cols &^ 31
+	if np == 0 || !(useSIMD || useNEON) {
+		dotF32Rows(dst0, w, cols, x0)
+		dotF32Rows(dst1, w, cols, x1)
+		return
+	}
+	x0, x1 = x0[:cols], x1[:cols]
+	dst1 = dst1[:len(dst0)]
+	var s [2]float32
+	for r := range dst0 {
+		wr := w[r*cols : (r+1)*cols]
+		f32Sum2(&wr[0], &x0[0], &x1[0], np/32, &s)
+		dst0[r] = ggmlDotF32Tail(wr, x0, np, s[0])
+		dst1[r] = ggmlDotF32Tail(wr, x1, np, s[1])
+	}
+}
+
 // dotF16Rows sets dst[r] = dotF16(row r of w, x).
 func dotF16Rows(dst []float32, w []uint16, cols int, x []float32) {
 	if useSIMD || useNEON {

@@ -28,6 +28,17 @@ var (
 //go:noescape
 func ggmlDotF32Blocks(w, x *float32, nblk int, acc *[32]float32)
 
+// ggmlDotF32Sum is ggmlReduce32 of ggmlDotF32Blocks's lanes, in the
+// kernel. nblk > 0.
+//
+//go:noescape
+func ggmlDotF32Sum(w, x *float32, nblk int) float32
+
+// ggmlDotF32Sum2 is ggmlDotF32Sum of one row against two vectors. nblk > 0.
+//
+//go:noescape
+func ggmlDotF32Sum2(w, x0, x1 *float32, nblk int, sums *[2]float32)
+
 //go:noescape
 func dotF16Lanes(w *uint16, x *float32, nblk int, lanes *[8]float32)
 
@@ -230,3 +241,9 @@ func dotQ8RowsSIMD(dst []float32, data []byte, rowBytes int, act []q8Act) {
 		dst[r] = dotQ8SIMD(data[r*rowBytes:(r+1)*rowBytes], act)
 	}
 }
+
+// f32Sum is ggmlReduce32 of ggmlDotF32Blocks's lanes (nblk > 0).
+func f32Sum(w, x *float32, nblk int) float32 { return ggmlDotF32Sum(w, x, nblk) }
+
+// f32Sum2 is f32Sum of the row w against x0 and x1.
+func f32Sum2(w, x0, x1 *float32, nblk int, sums *[2]float32) { ggmlDotF32Sum2(w, x0, x1, nblk, sums) }

@@ -447,3 +447,92 @@ q8x4done:
 	VMOVUPS Y3, 96(DX)
 	VZEROUPPER
 	RET
+
+// F32REDUCE sets X(d) to ggmlReduce32 of the accumulators a0-a3 (ymm),
+// operation for operation: x0 = (a0+a2) + (a1+a3), t = x0[0:4] + x0[4:8],
+// (t0+t1) + (t2+t3). Clobbers t (ymm; tx its xmm).
+#define F32REDUCE(a0, a1, a2, a3, d, dx, t, tx) \
+	VADDPS a2, a0, d; \
+	VADDPS a3, a1, t; \
+	VADDPS t, d, d; \
+	VEXTRACTF128 $1, d, tx; \
+	VADDPS tx, dx, dx; \
+	VMOVSHDUP dx, tx; \
+	VADDPS tx, dx, dx; \
+	VMOVHLPS dx, dx, tx; \
+	VADDSS tx, dx, dx
+
+// func ggmlDotF32Sum(w, x *float32, nblk int) float32
+// ggmlDotF32Blocks and ggmlReduce32 in one: the sum of nblk blocks of 32
+// columns (nblk > 0) without storing the lanes.
+TEXT ·ggmlDotF32Sum(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nblk+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+f32sloop:
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ f32sloop
+
+	F32REDUCE(Y0, Y1, Y2, Y3, Y4, X4, Y5, X5)
+	VMOVSS X4, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func ggmlDotF32Sum2(w, x0, x1 *float32, nblk int, sums *[2]float32)
+// ggmlDotF32Sum of one row w against two vectors x0 and x1 (nblk > 0),
+// each weight block loaded once: sums[v] is the row's sum with x_v.
+TEXT ·ggmlDotF32Sum2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), DI
+	MOVQ x1+16(FP), R8
+	MOVQ nblk+24(FP), CX
+	MOVQ sums+32(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+f32s2loop:
+	VMOVUPS (SI), Y8
+	VMOVUPS 32(SI), Y9
+	VMOVUPS 64(SI), Y10
+	VMOVUPS 96(SI), Y11
+	VFMADD231PS (DI), Y8, Y0
+	VFMADD231PS (R8), Y8, Y4
+	VFMADD231PS 32(DI), Y9, Y1
+	VFMADD231PS 32(R8), Y9, Y5
+	VFMADD231PS 64(DI), Y10, Y2
+	VFMADD231PS 64(R8), Y10, Y6
+	VFMADD231PS 96(DI), Y11, Y3
+	VFMADD231PS 96(R8), Y11, Y7
+	ADDQ $128, SI
+	ADDQ $128, DI
+	ADDQ $128, R8
+	DECQ CX
+	JNZ f32s2loop
+
+	F32REDUCE(Y0, Y1, Y2, Y3, Y8, X8, Y9, X9)
+	F32REDUCE(Y4, Y5, Y6, Y7, Y10, X10, Y11, X11)
+	VMOVSS X8, (DX)
+	VMOVSS X10, 4(DX)
+	VZEROUPPER
+	RET

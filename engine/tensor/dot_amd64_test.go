@@ -69,7 +69,17 @@ func TestDotF32SIMD(t *testing.T) {
 				if kind == "grid" && n >= 64 {
 					w[32], x[32] = 1, 1 // the tie again, in lane 0 of 32
 				}
-				sameBitsOrFail(t, fmt.Sprintf("%s n=%d rep %d", kind, n, rep), ggmlDotF32On(w, x, true), ggmlDotF32On(w, x, false))
+				want := ggmlDotF32On(w, x, false)
+				sameBitsOrFail(t, fmt.Sprintf("%s n=%d rep %d", kind, n, rep), ggmlDotF32On(w, x, true), want)
+				// two vectors at once (dotF32Rows2), x as either of them
+				_, x2 := f32Inputs(r, kind, n)
+				want2 := ggmlDotF32On(w, x2, false)
+				var d0, d1 [1]float32
+				dotF32Rows2(d0[:], d1[:], w, n, x, x2)
+				sameBitsOrFail(t, fmt.Sprintf("%s n=%d rep %d, two vectors, first", kind, n, rep), d0[0], want)
+				sameBitsOrFail(t, fmt.Sprintf("%s n=%d rep %d, two vectors, second", kind, n, rep), d1[0], want2)
+				dotF32Rows2(d0[:], d1[:], w, n, x2, x)
+				sameBitsOrFail(t, fmt.Sprintf("%s n=%d rep %d, two vectors swapped", kind, n, rep), d1[0], want)
 			}
 		}
 	}

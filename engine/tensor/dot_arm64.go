@@ -76,3 +76,15 @@ func dotNVFP4FP4RowsSIMD(dst []float32, data []byte, rowBytes int, act []fp4Act,
 func dotE4M3SIMD(k []byte, x []float32) float32 { panic("tensor: no SIMD kernels") }
 
 func axpyE4M3SIMD(y []float32, v []byte, a float32) { panic("tensor: no SIMD kernels") }
+
+// f32Sum is ggmlReduce32 of ggmlDotF32Blocks's lanes (nblk > 0).
+func f32Sum(w, x *float32, nblk int) float32 {
+	var acc [32]float32
+	ggmlDotF32Blocks(w, x, nblk, &acc)
+	return ggmlReduce32(&acc)
+}
+
+// f32Sum2 is f32Sum of the row w against x0 and x1.
+func f32Sum2(w, x0, x1 *float32, nblk int, sums *[2]float32) {
+	sums[0], sums[1] = f32Sum(w, x0, nblk), f32Sum(w, x1, nblk)
+}

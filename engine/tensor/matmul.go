@@ -278,7 +278,11 @@ func (j *mmJob) rows(worker, lo, hi int) {
 	switch m.Type {
 	case F32:
 		w := f32View(m.Data[lo*cols*4 : hi*cols*4])
-		for v := 0; v < n; v++ {
+		v := 0
+		for ; v+1 < n; v += 2 {
+			dotF32Rows2(j.dst[v*rows+lo:v*rows+hi], j.dst[(v+1)*rows+lo:(v+1)*rows+hi], w, cols, j.x[v*cols:(v+1)*cols], j.x[(v+1)*cols:(v+2)*cols])
+		}
+		if v < n {
 			dotF32Rows(j.dst[v*rows+lo:v*rows+hi], w, cols, j.x[v*cols:(v+1)*cols])
 		}
 	case F16, BF16:
