@@ -159,11 +159,14 @@ var besidePrompt = flag.Int("beside-prompt", 4096, "BenchmarkDecodeBesidePrefill
 // taken during that prefill, and the prompt's prefill rate), with fixed
 // chunks of 256 and 32 tokens (slowdown=0) and with the per-pass token
 // budget (engine.decode_slowdown's default, chunks of at most 256, cut into
-// pieces of MinPrefillChunk tokens or more) over an F16 KV cache and an
-// FP8 one.
+// pieces of minPiece tokens or more) over an F16 KV cache and an FP8 one.
 // The TPOT figures are over the steps' intervals (tpot-mean-ms: their
 // mean, what a request's TPOT is); besideX is the mean beside the prefill
-// over the mean alone, p90-besideX the same for p90.
+// over the mean alone, p90-besideX the same for p90. Beside a long prompt
+// the two decode thousands of tokens, and their own attention grows with
+// them, so alone-as-long runs them alone again for as many tokens as they
+// took beside it (the same positions without the prompt), and
+// besideX-as-long and p90-besideX-as-long compare with that.
 func BenchmarkDecodeBesidePrefill(b *testing.B) {
 	path := benchModelQ8(b)
 	for _, c := range []struct {
@@ -181,15 +184,31 @@ func BenchmarkDecodeBesidePrefill(b *testing.B) {
 		s := NewScheduler(e, 16)
 		ctx, stop := context.WithCancel(context.Background())
 		go s.Run(ctx)
-		var alone [2]float64 // mean and p90
-		for _, long := range []bool{false, true} {
-			b.Run(fmt.Sprintf("kv=%v/chunk=%d/slowdown=%g/long-prompt=%v", c.kv, c.chunk, c.slowdown, long), func(b *testing.B) {
-				mean, p90 := benchBesidePrefill(b, s, long)
-				if !long {
+		var alone, beside [2]float64 // mean and p90
+		decoded := 0                 // tokens a decoder emitted beside the long prompt
+		for _, run := range []string{"long-prompt=false", "long-prompt=true", "alone-as-long"} {
+			long, asLong := run == "long-prompt=true", run == "alone-as-long"
+			if asLong && decoded == 0 {
+				continue // the long run did not run (-bench filtered it out)
+			}
+			b.Run(fmt.Sprintf("kv=%v/chunk=%d/slowdown=%g/%s", c.kv, c.chunk, c.slowdown, run), func(b *testing.B) {
+				maxTokens := 48
+				if asLong {
+					maxTokens = decoded
+				}
+				mean, p90, n := benchBesidePrefill(b, s, long, maxTokens)
+				switch {
+				case long:
+					beside, decoded = [2]float64{mean, p90}, n
+					if alone[0] > 0 {
+						b.ReportMetric(mean/alone[0], "besideX")
+						b.ReportMetric(p90/alone[1], "p90-besideX")
+					}
+				case asLong:
+					b.ReportMetric(beside[0]/mean, "besideX-as-long")
+					b.ReportMetric(beside[1]/p90, "p90-besideX-as-long")
+				default:
 					alone = [2]float64{mean, p90}
-				} else if alone[0] > 0 {
-					b.ReportMetric(mean/alone[0], "besideX")
-					b.ReportMetric(p90/alone[1], "p90-besideX")
 				}
 			})
 		}
@@ -199,12 +218,14 @@ func BenchmarkDecodeBesidePrefill(b *testing.B) {
 	}
 }
 
-// benchBesidePrefill runs the benchmark's requests and returns the TPOT
-// mean and p90 in ms.
-func benchBesidePrefill(b *testing.B, s *Scheduler, long bool) (mean, p90 float64) {
+// benchBesidePrefill runs the benchmark's requests, two decoders of
+// maxTokens tokens (beside a long prompt: until its first token), and
+// returns the TPOT mean and p90 in ms and the tokens a decoder emitted
+// (while the long prompt was prefilled), a mean over the decoders and runs.
+func benchBesidePrefill(b *testing.B, s *Scheduler, long bool, maxTokens int) (mean, p90 float64, decoded int) {
 	var tpots []time.Duration
 	var prefill time.Duration
-	prefillTokens := 0
+	prefillTokens, steps := 0, 0
 	for it := 0; it < b.N; it++ {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -218,11 +239,11 @@ func benchBesidePrefill(b *testing.B, s *Scheduler, long bool) (mean, p90 float6
 				prompt := BenchPrompt(16)
 				prompt[1] = int32(3 + (60+i+7*it)%250)
 				var times []time.Time
-				maxTokens := 48
+				n := maxTokens
 				if long {
-					maxTokens = *besidePrompt + 1000 // until the long prompt's first token
+					n = *besidePrompt + 1000 // until the long prompt's first token
 				}
-				_, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: maxTokens, IgnoreEOS: true}, func(Token) error {
+				_, err := s.Submit(context.Background(), Request{Prompt: prompt, MaxTokens: n, IgnoreEOS: true}, func(Token) error {
 					times = append(times, time.Now())
 					if len(times) == 2 {
 						decoding <- struct{}{}
@@ -245,6 +266,7 @@ func benchBesidePrefill(b *testing.B, s *Scheduler, long bool) (mean, p90 float6
 						continue // only the steps taken while the long prompt was prefilled
 					}
 					tpots = append(tpots, times[k].Sub(times[k-1]))
+					steps++
 				}
 				mu.Unlock()
 			}()
@@ -285,5 +307,5 @@ func benchBesidePrefill(b *testing.B, s *Scheduler, long bool) (mean, p90 float6
 		b.ReportMetric(prefill.Seconds()/float64(b.N), "prefill-s")
 		b.ReportMetric(float64(prefillTokens)/prefill.Seconds(), "prefill-tok/s")
 	}
-	return mean, ms(tpots[len(tpots)*9/10])
+	return mean, ms(tpots[len(tpots)*9/10]), (steps + 2*b.N - 1) / (2 * b.N)
 }

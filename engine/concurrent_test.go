@@ -218,10 +218,12 @@ func TestPrefillBudgetKeepsOutput(t *testing.T) {
 
 // Prefill in pieces of the chunks (as the budget cuts them) computes every
 // token as the whole chunks do: the last logits are bit for bit the same,
-// for every KV type, with pieces of MinPrefillChunk tokens or more, each
-// marked with its chunk's length (model.Batch.Chunk) as the engine sends
-// them; and with an F16 cache an unmarked piece of fewer than 64 tokens of
-// a larger chunk does change them (so the mark is needed).
+// for every KV type, with pieces of its floor (minPiece: one token over F16
+// and FP8, MinPrefillChunk over F32) or more, each marked with its chunk's
+// length (model.Batch.Chunk) as the engine sends them. Two cuts show what
+// the floor and the mark keep: one-token pieces over an F32 cache, and over
+// an F16 cache unmarked pieces of fewer than 64 tokens of a larger chunk,
+// do change the logits.
 func TestPrefillPiecesExact(t *testing.T) {
 	for _, path := range []string{stories, qwen35Tiny(t)} {
 		for _, kv := range []tensor.DType{tensor.F16, tensor.F32, tensor.E4M3} {
@@ -258,7 +260,7 @@ func TestPrefillPiecesExact(t *testing.T) {
 				whole := run(func(_, n int) int { return n }, false)
 				for try := range 4 {
 					got := run(func(_, n int) int { // a cut as the budget's: pieces of the floor or more
-						lo := MinPrefillChunk
+						lo := minPiece(kv)
 						switch {
 						case n < 2*lo:
 							return n
@@ -276,6 +278,10 @@ func TestPrefillPiecesExact(t *testing.T) {
 				unmarked := run(func(_, n int) int { return min(n, 32) }, false)
 				if kv == tensor.F16 && slices.Equal(unmarked, whole) {
 					t.Fatal("pieces of 32 of F16 chunks of 128 without Batch.Chunk give the same logits: does Chunk still matter?")
+				}
+				// One-token pieces over an F32 cache attend by the one-token path.
+				if kv == tensor.F32 && slices.Equal(run(func(_, n int) int { return 1 }, true), whole) {
+					t.Fatal("one-token pieces over an F32 cache give the chunks' logits: is MinPrefillChunk still needed?")
 				}
 			})
 		}
