@@ -218,12 +218,13 @@ func TestPrefillBudgetKeepsOutput(t *testing.T) {
 
 // Prefill in pieces of the chunks (as the budget cuts them) computes every
 // token as the whole chunks do: the last logits are bit for bit the same,
-// for every KV type, with pieces of its floor (minPiece: one token over F16
-// and FP8, MinPrefillChunk over F32) or more, each marked with its chunk's
-// length (model.Batch.Chunk) as the engine sends them. Two cuts show what
-// the floor and the mark keep: one-token pieces over an F32 cache, and over
-// an F16 cache unmarked pieces of fewer than 64 tokens of a larger chunk,
-// do change the logits.
+// for every KV type, with pieces of MinPrefillChunk tokens or more, each
+// marked with its chunk's length (model.Batch.Chunk) as the engine sends
+// them. Two cuts show what the floor and the mark keep: one-token pieces
+// over an F32 cache, and over an F16 cache unmarked pieces of fewer than 64
+// tokens of a larger chunk, do change the logits. (Over F16 and FP8 even
+// one-token pieces give the chunks' bits, and over F32 two-token ones; the
+// floor is 4 for speed, see MinPrefillChunk.)
 func TestPrefillPiecesExact(t *testing.T) {
 	for _, path := range []string{stories, qwen35Tiny(t)} {
 		for _, kv := range []tensor.DType{tensor.F16, tensor.F32, tensor.E4M3} {
@@ -260,7 +261,7 @@ func TestPrefillPiecesExact(t *testing.T) {
 				whole := run(func(_, n int) int { return n }, false)
 				for try := range 4 {
 					got := run(func(_, n int) int { // a cut as the budget's: pieces of the floor or more
-						lo := minPiece(kv)
+						lo := MinPrefillChunk
 						switch {
 						case n < 2*lo:
 							return n

@@ -83,12 +83,10 @@ type Engine struct {
 	placed placed // where model runs
 	tok    *tokenizer.Tokenizer
 	ctxLen int
-	// prefillChunk bounds a prompt's tokens per pass (Options.PrefillChunk);
-	// minPiece is the fewest the budget may cut a chunk's piece to (its
-	// KV type's minPiece).
-	prefillChunk, minPiece int
-	log                    zerolog.Logger
-	cache                  *state.Cache // nil when off
+	// prefillChunk bounds a prompt's tokens per pass (Options.PrefillChunk).
+	prefillChunk int
+	log          zerolog.Logger
+	cache        *state.Cache // nil when off
 	// The sequence slots: at most len(slots) generations run at once,
 	// within the memory budget (admit.go).
 	slots  []*seq
@@ -285,7 +283,7 @@ func Load(path string, opt Options) (*Engine, error) {
 	}
 	bat := newBatcher(m, slowdown, keyCostOf(m.Hyper(), linearWeights(f, m.Hyper().Layers)))
 	e := &Engine{path: path, file: f, pool: pool, model: batchedModel{m, bat}, base: m, bat: bat, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log,
-		prefillChunk: prefillChunk, minPiece: minPiece(opt.KVType), size: newStateSize(m.Hyper(), opt.KVType), freed: make(chan struct{})}
+		prefillChunk: prefillChunk, size: newStateSize(m.Hyper(), opt.KVType), freed: make(chan struct{})}
 	for range nseq {
 		q := &seq{e: e}
 		e.slots = append(e.slots, q)
@@ -694,7 +692,7 @@ func (q *seq) prefill(ctx context.Context, prompt []int32, publishAt []int, hidd
 	// on, ending at the publish positions too (as without a budget: output
 	// does not depend on the other sequences); the batcher may run one in
 	// pieces (its per-pass budget beside other sequences' decode steps) of
-	// e.minPiece tokens or more, each sent with the whole chunk's
+	// MinPrefillChunk tokens or more, each sent with the whole chunk's
 	// length (model.Batch.Chunk), so that its tokens are computed as in
 	// the whole chunk.
 	refStart, refEnd := q.state.Len(), q.state.Len()
@@ -714,7 +712,7 @@ func (q *seq) prefill(ctx context.Context, prompt []int32, publishAt []int, hidd
 		}
 		b := model.ChainBatch(prompt[start:refEnd], start, false)
 		b.Chunk = refEnd - refStart
-		ran, err := e.bat.prefill(model.SeqBatch{State: q.state, Batch: b, Logits: q.logits, Hidden: h}, e.minPiece)
+		ran, err := e.bat.prefill(model.SeqBatch{State: q.state, Batch: b, Logits: q.logits, Hidden: h}, MinPrefillChunk)
 		if err != nil {
 			return err
 		}
