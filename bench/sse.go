@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,6 +150,15 @@ func (c *Client) StreamChat(ctx context.Context, body []byte, header http.Header
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}
+	}
+	// A server may close a kept-alive connection just as the next request
+	// goes out on it (llama-server's HTTP library closes idle ones after
+	// 5 s): the request then fails with EOF before any answer, and a
+	// replay aborts its conversation. net/http sends such a request again
+	// on a new connection only when it may be repeated, which for a POST
+	// an Idempotency-Key header says (its RFC draft; servers ignore it).
+	if req.Header.Get("Idempotency-Key") == "" {
+		req.Header.Set("Idempotency-Key", rand.Text())
 	}
 	s := &Stream{Sent: time.Now()}
 	resp, err := c.httpClient().Do(req)
