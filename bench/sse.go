@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"time"
 
@@ -137,44 +137,52 @@ type chunk struct {
 // an error event in the stream or a stream cut before [DONE] is an error;
 // what had arrived until then is returned with it.
 func (c *Client) StreamChat(ctx context.Context, body []byte, header http.Header) (*Stream, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url("/v1/chat/completions"), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	if c.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.APIKey)
-	}
-	for k, vs := range header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
+	s := &Stream{Sent: time.Now()}
+	var resp *http.Response
 	// A server may close a kept-alive connection just as the next request
 	// goes out on it (llama-server's HTTP library closes idle ones after
-	// 5 s): the request then fails with EOF before any answer, and a
-	// replay aborts its conversation. net/http sends such a request again
-	// on a new connection only when it may be repeated, which for a POST
-	// an Idempotency-Key header says (its RFC draft; servers ignore it).
-	if req.Header.Get("Idempotency-Key") == "" {
-		req.Header.Set("Idempotency-Key", rand.Text())
-	}
-	s := &Stream{Sent: time.Now()}
-	resp, err := c.httpClient().Do(req)
-	if err != nil {
-		return s, err
+	// 5 s): the request then fails before any answer, with EOF or a write
+	// error, and a replay would abort its conversation. Such a request
+	// (no answer, on a reused connection) is sent again on a new one.
+	for try := 0; ; try++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url("/v1/chat/completions"), bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		if c.APIKey != "" {
+			req.Header.Set("Authorization", "Bearer "+c.APIKey)
+		}
+		for k, vs := range header {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
+		}
+		reused := false
+		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}))
+		resp, err = c.httpClient().Do(req)
+		if err == nil {
+			break
+		}
+		if !reused || try == maxStaleRetries || ctx.Err() != nil {
+			return s, err
+		}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return s, fmt.Errorf("POST %s: %s: %s", req.URL.Path, resp.Status, strings.TrimSpace(string(msg)))
+		return s, fmt.Errorf("POST %s: %s: %s", resp.Request.URL.Path, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	if err := s.read(resp.Body); err != nil {
-		return s, fmt.Errorf("POST %s: %w", req.URL.Path, err)
+		return s, fmt.Errorf("POST %s: %w", resp.Request.URL.Path, err)
 	}
 	return s, nil
 }
+
+// maxStaleRetries bounds how many times StreamChat sends a request again
+// after a reused connection failed it before any answer.
+const maxStaleRetries = 2
 
 // maxToolCalls bounds the tool calls of one answer.
 const maxToolCalls = 256
