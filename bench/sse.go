@@ -137,45 +137,44 @@ type chunk struct {
 // an error event in the stream or a stream cut before [DONE] is an error;
 // what had arrived until then is returned with it.
 func (c *Client) StreamChat(ctx context.Context, body []byte, header http.Header) (*Stream, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url("/v1/chat/completions"), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
 	s := &Stream{Sent: time.Now()}
-	var resp *http.Response
 	// A server may close a kept-alive connection just as the next request
 	// goes out on it (llama-server's HTTP library closes idle ones after
 	// 5 s): the request then fails before any answer, with EOF or a write
 	// error, and a replay would abort its conversation. Such a request
 	// (no answer, on a reused connection) is sent again on a new one.
-	for try := 0; ; try++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url("/v1/chat/completions"), bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "text/event-stream")
-		if c.APIKey != "" {
-			req.Header.Set("Authorization", "Bearer "+c.APIKey)
-		}
-		for k, vs := range header {
-			for _, v := range vs {
-				req.Header.Add(k, v)
-			}
-		}
-		reused := false
-		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}))
+	reused := false
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}))
+	resp, err := c.httpClient().Do(req)
+	for try := 1; err != nil && reused && try <= maxStaleRetries && ctx.Err() == nil; try++ {
+		req = req.Clone(req.Context())
+		req.Body, _ = req.GetBody() // a bytes.Reader's: never fails
 		resp, err = c.httpClient().Do(req)
-		if err == nil {
-			break
-		}
-		if !reused || try == maxStaleRetries || ctx.Err() != nil {
-			return s, err
-		}
+	}
+	if err != nil {
+		return s, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return s, fmt.Errorf("POST %s: %s: %s", resp.Request.URL.Path, resp.Status, strings.TrimSpace(string(msg)))
+		return s, fmt.Errorf("POST %s: %s: %s", req.URL.Path, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	if err := s.read(resp.Body); err != nil {
-		return s, fmt.Errorf("POST %s: %w", resp.Request.URL.Path, err)
+		return s, fmt.Errorf("POST %s: %w", req.URL.Path, err)
 	}
 	return s, nil
 }

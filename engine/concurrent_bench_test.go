@@ -226,7 +226,7 @@ func BenchmarkDecodeBesidePrefill(b *testing.B) {
 func benchBesidePrefill(b *testing.B, s *Scheduler, long bool, maxTokens int) (mean, p90 float64, decoded int) {
 	var tpots []time.Duration
 	var prefill time.Duration
-	prefillTokens, steps := 0, 0
+	prefillTokens := 0
 	for it := 0; it < b.N; it++ {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -267,7 +267,6 @@ func benchBesidePrefill(b *testing.B, s *Scheduler, long bool, maxTokens int) (m
 						continue // only the steps taken while the long prompt was prefilled
 					}
 					tpots = append(tpots, times[k].Sub(times[k-1]))
-					steps++
 				}
 				mu.Unlock()
 			}()
@@ -308,5 +307,5 @@ func benchBesidePrefill(b *testing.B, s *Scheduler, long bool, maxTokens int) (m
 		b.ReportMetric(prefill.Seconds()/float64(b.N), "prefill-s")
 		b.ReportMetric(float64(prefillTokens)/prefill.Seconds(), "prefill-tok/s")
 	}
-	return mean, ms(tpots[len(tpots)*9/10]), (steps + 2*b.N - 1) / (2 * b.N)
+	return mean, ms(tpots[len(tpots)*9/10]), (len(tpots) + 2*b.N - 1) / (2 * b.N)
 }

@@ -222,8 +222,8 @@ func TestPrefillBudgetKeepsOutput(t *testing.T) {
 // marked with its chunk's length (model.Batch.Chunk) as the engine sends
 // them. Two cuts show what the floor and the mark keep: one-token pieces
 // over an F32 cache, and over an F16 cache unmarked pieces of fewer than 64
-// tokens of a larger chunk, do change the logits. (Over F16 and FP8 even
-// one-token pieces give the chunks' bits, and over F32 two-token ones; the
+// tokens of a larger chunk, do change the logits. (With its floor set to
+// one token this test passes over F16 and FP8, and with two over F32; the
 // floor is 4 for speed, see MinPrefillChunk.)
 func TestPrefillPiecesExact(t *testing.T) {
 	for _, path := range []string{stories, qwen35Tiny(t)} {

@@ -28,11 +28,13 @@ import (
 // a prompt token costs a good part of a decode step: on the bench model
 // (2 threads) 16 tokens beside two decoding sequences make a pass 4x a
 // decode-only one. (Not 1: a one-token pass is a decode step, which
-// attends another way over an F32 cache.) Smaller pieces would keep the
-// bits (one token over F16 and FP8, two over F32: TestPrefillPiecesExact)
-// but cost more per token deep in a long prompt, where each piece walks the
-// whole cache: on a Zen 3 (2 threads) one-token pieces made a 16k prompt
-// beside two decoders prefill 31% slower for a p90 TPOT 13% lower.
+// attends another way over an F32 cache; TestPrefillPiecesExact checks
+// that it does.) Smaller pieces would keep the bits (one token over F16
+// and FP8, two over F32: TestPrefillPiecesExact passed with those floors
+// in place of this one) but cost more per token deep in a long prompt,
+// where each piece walks the whole cache: on a Zen 3 (2 threads) one-token
+// pieces made a 16k prompt beside two decoders prefill 31% slower for a
+// p90 TPOT 13% lower.
 const MinPrefillChunk = 4
 
 const (
