@@ -139,6 +139,7 @@ func gemmQ8VnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte
 		return
 	}
 	nb := rb / q8BlockBytes
+	tileYmm := b2i(useVnniYmm)
 	for v := 0; v < n; {
 		v0, s, used := vnniGroup(v, n)
 		a := act[v0*nb*vnniActBytes : (v0+s)*nb*vnniActBytes]
@@ -146,15 +147,15 @@ func gemmQ8VnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte
 		case 1:
 			vnniVecRows(q8VnniVec4, dst[v0*rows+lo:v0*rows+hi], data[lo*rb:hi*rb], rb, a, nb)
 		case 2:
-			vnniTileRows(q8VnniTile2, dst, data, rb, lo, hi, rows, a, nb, v0, used)
+			vnniTileRows(q8Tiles[tileYmm][0], dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		case 4:
-			tile := q8VnniTile4
+			tile := q8Tiles[tileYmm][2]
 			if used == 3 {
-				tile = q8VnniTile3
+				tile = q8Tiles[tileYmm][1]
 			}
 			vnniTileRows(tile, dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		default:
-			vnniTileRows(q8VnniTile8, dst, data, rb, lo, hi, rows, a, nb, v0, used)
+			vnniTileRows(q8Tiles[tileYmm][3], dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		}
 		v += used
 	}
@@ -170,6 +171,7 @@ func gemmNVVnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte
 	}
 	nb := rb / nvBlockBytes
 	per := 2 * nb * vnniActBytes // one vector's packed blocks
+	tileYmm := b2i(useVnniYmm)
 	for v := 0; v < n; {
 		v0, s, used := vnniGroup(v, n)
 		a := act[v0*per : (v0+s)*per]
@@ -177,25 +179,44 @@ func gemmNVVnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte
 		case 1:
 			vnniVecRows(nvVnniVec4, dst[v0*rows+lo:v0*rows+hi], data[lo*rb:hi*rb], rb, a, nb)
 		case 2:
-			vnniTileRows(nvVnniTile2, dst, data, rb, lo, hi, rows, a, nb, v0, used)
+			vnniTileRows(nvTiles[tileYmm][0], dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		case 4:
-			tile := nvVnniTile4
+			tile := nvTiles[tileYmm][2]
 			if used == 3 {
-				tile = nvVnniTile3
+				tile = nvTiles[tileYmm][1]
 			}
 			vnniTileRows(tile, dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		default:
-			vnniTileRows(nvVnniTile8, dst, data, rb, lo, hi, rows, a, nb, v0, used)
+			vnniTileRows(nvTiles[tileYmm][3], dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		}
 		v += used
 	}
+}
+
+// vnniTile is the signature of the tile kernels.
+type vnniTile = func(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
+
+// q8Tiles holds the Q8_0 tiles of two, three (of four), four and eight
+// vectors: vnni_amd64.s's, then vnniymm_amd64.s's (useVnniYmm).
+var q8Tiles = [2][4]vnniTile{
+	{q8VnniTile2, q8VnniTile3, q8VnniTile4, q8VnniTile8},
+	{q8YmmTile2, q8YmmTile3, q8YmmTile4, q8YmmTile8},
+}
+
+// nvTiles holds the NVFP4 W4A8 tiles as q8Tiles. The ymm set keeps the
+// zmm tile of two vectors: with the 64-value block's weights widened once
+// for only two vectors, the ymm form ran slower on a Zen 4 (32 against 30
+// ps per multiply-add, BenchmarkVNNIKernels).
+var nvTiles = [2][4]vnniTile{
+	{nvVnniTile2, nvVnniTile3, nvVnniTile4, nvVnniTile8},
+	{nvVnniTile2, nvYmmTile3, nvYmmTile4, nvYmmTile8},
 }
 
 // vnniTileRows runs a tile kernel over the rows [lo,hi) in pairs: row r
 // with row r+h, h = (hi-lo)/2, so that each pair reads two long streams
 // (see streamQuarter); an odd last row goes as a pair with itself (the
 // same bits twice, into the same place).
-func vnniTileRows(kernel func(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int),
+func vnniTileRows(kernel vnniTile,
 	dst []float32, data []byte, rb, lo, hi, rows int, act []byte, nb, v0, used int) {
 	if hi <= lo {
 		return

@@ -139,6 +139,21 @@ func TestPackVNNI(t *testing.T) {
 
 func TestVNNIQ8(t *testing.T) {
 	requireVNNI(t)
+	forTileWidths(t, testVNNIQ8)
+}
+
+// forTileWidths runs test with vnni_amd64.s's 512-bit tiles and with
+// vnniymm_amd64.s's 256-bit ones (useVnniYmm), whichever the CPU would
+// choose.
+func forTileWidths(t *testing.T, test func(t *testing.T)) {
+	defer func(y bool) { useVnniYmm = y }(useVnniYmm)
+	for _, ymm := range []bool{false, true} {
+		useVnniYmm = ymm
+		t.Run(fmt.Sprintf("ymm=%v", ymm), test)
+	}
+}
+
+func testVNNIQ8(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
 	for _, nb := range []int{1, 2, 3, 8, 33, 128} {
 		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16, 19} {
@@ -165,6 +180,10 @@ func TestVNNIQ8(t *testing.T) {
 
 func TestVNNINVFP4(t *testing.T) {
 	requireVNNI(t)
+	forTileWidths(t, testVNNINVFP4)
+}
+
+func testVNNINVFP4(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
 	for _, nb := range []int{1, 2, 3, 7, 17, 64} {
 		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16, 19} {
@@ -351,11 +370,18 @@ func BenchmarkVNNIKernels(b *testing.B) {
 		{"q8VnniTile3", 3, false, q8VnniTile3, nil},
 		{"q8VnniTile4", 4, false, q8VnniTile4, nil},
 		{"q8VnniTile8", 8, false, q8VnniTile8, nil},
+		{"q8YmmTile2", 2, false, q8YmmTile2, nil},
+		{"q8YmmTile3", 3, false, q8YmmTile3, nil},
+		{"q8YmmTile4", 4, false, q8YmmTile4, nil},
+		{"q8YmmTile8", 8, false, q8YmmTile8, nil},
 		{"nvVnniVec4", 1, true, nil, nvVnniVec4},
 		{"nvVnniTile2", 2, true, nvVnniTile2, nil},
 		{"nvVnniTile3", 3, true, nvVnniTile3, nil},
 		{"nvVnniTile4", 4, true, nvVnniTile4, nil},
 		{"nvVnniTile8", 8, true, nvVnniTile8, nil},
+		{"nvYmmTile3", 3, true, nvYmmTile3, nil},
+		{"nvYmmTile4", 4, true, nvYmmTile4, nil},
+		{"nvYmmTile8", 8, true, nvYmmTile8, nil},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			m := q8m
