@@ -203,13 +203,10 @@ var q8Tiles = [2][4]vnniTile{
 	{q8YmmTile2, q8YmmTile3, q8YmmTile4, q8YmmTile8},
 }
 
-// nvTiles holds the NVFP4 W4A8 tiles as q8Tiles. The ymm set keeps the
-// zmm tile of two vectors: with the 64-value block's weights widened once
-// for only two vectors, the ymm form ran slower on a Zen 4 (32 against 30
-// ps per multiply-add, BenchmarkVNNIKernels).
+// nvTiles holds the NVFP4 W4A8 tiles as q8Tiles.
 var nvTiles = [2][4]vnniTile{
 	{nvVnniTile2, nvVnniTile3, nvVnniTile4, nvVnniTile8},
-	{nvVnniTile2, nvYmmTile3, nvYmmTile4, nvYmmTile8},
+	{nvYmmTile2, nvYmmTile3, nvYmmTile4, nvYmmTile8},
 }
 
 // vnniTileRows runs a tile kernel over the rows [lo,hi) in pairs: row r

@@ -144,12 +144,17 @@ func TestVNNIQ8(t *testing.T) {
 
 // forTileWidths runs test with vnni_amd64.s's 512-bit tiles and with
 // vnniymm_amd64.s's 256-bit ones (useVnniYmm), whichever the CPU would
-// choose.
+// choose; the 256-bit ones also need AVX-512 VBMI.
 func forTileWidths(t *testing.T, test func(t *testing.T)) {
 	defer func(y bool) { useVnniYmm = y }(useVnniYmm)
 	for _, ymm := range []bool{false, true} {
 		useVnniYmm = ymm
-		t.Run(fmt.Sprintf("ymm=%v", ymm), test)
+		t.Run(fmt.Sprintf("ymm=%v", ymm), func(t *testing.T) {
+			if ymm && !cpu.X86.HasAVX512VBMI {
+				t.Skip("CPU lacks AVX512VBMI: the 256-bit tiles (q8YmmTile*, nvYmmTile*) were NOT run")
+			}
+			test(t)
+		})
 	}
 }
 
@@ -379,11 +384,15 @@ func BenchmarkVNNIKernels(b *testing.B) {
 		{"nvVnniTile3", 3, true, nvVnniTile3, nil},
 		{"nvVnniTile4", 4, true, nvVnniTile4, nil},
 		{"nvVnniTile8", 8, true, nvVnniTile8, nil},
+		{"nvYmmTile2", 2, true, nvYmmTile2, nil},
 		{"nvYmmTile3", 3, true, nvYmmTile3, nil},
 		{"nvYmmTile4", 4, true, nvYmmTile4, nil},
 		{"nvYmmTile8", 8, true, nvYmmTile8, nil},
 	} {
 		b.Run(c.name, func(b *testing.B) {
+			if strings.Contains(c.name, "Ymm") && !cpu.X86.HasAVX512VBMI {
+				b.Skip("CPU lacks AVX512VBMI")
+			}
 			m := q8m
 			if c.nibble {
 				m = nvm

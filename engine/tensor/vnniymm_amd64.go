@@ -1,5 +1,7 @@
 package tensor
 
+import "golang.org/x/sys/cpu"
+
 // useVnniYmm selects vnniymm_amd64.s's 256-bit tiles over vnni_amd64.s's
 // 512-bit ones for the Q8_0 and W4A8 products of several vectors: on Zen 4
 // (AMD family 19h with AVX-512), whose 512-bit operations run as two
@@ -7,7 +9,16 @@ package tensor
 // skips the broadcasts. CPUs with full-width 512-bit units (Intel since
 // Skylake-SP, Zen 5) keep the zmm tiles. Both give the same bits; tests
 // run both wherever the CPU has AVX-512 VNNI.
-var useVnniYmm = hasAVX512VNNI && isZen4()
+var useVnniYmm = hasAVX512VNNI && cpu.X86.HasAVX512VBMI && isZen4()
+
+// nvScale256 is nvScale times 2^-8 (exact): the lane scales of the W4A8
+// tiles, whose activation scales are d * 128.
+var nvScale256 = func() (t [256]float32) {
+	for c := range t {
+		t[c] = nvScale[c] / 256
+	}
+	return t
+}()
 
 // isZen4 reports an AMD CPU of family 19h (Zen 3 and Zen 4; of those only
 // Zen 4 has AVX-512, which the caller checks).
@@ -55,3 +66,6 @@ func nvYmmTile4(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *fl
 
 //go:noescape
 func nvYmmTile3(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
+
+//go:noescape
+func nvYmmTile2(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
