@@ -10,11 +10,12 @@
 // On a Zen 4 with the operands in L1 (BenchmarkVNNIKernels, three runs),
 // ps per multiply-add, zmm then ymm: Q8_0 tiles of 2, 3, 4 and 8 vectors
 // 24.3-25.8 / 21.5-22.4, 22.0-22.2 / 16.5-16.6, 20.5-21.1 / 16.3-18.7,
-// 18.8-19.2 / 14.4-16.3; W4A8 tiles of 3, 4 and 8 25.6-26.1 / 25.5-27.2,
-// 24.2-24.3 / 21.5-21.9, 20.4-21.3 / 18.1-18.7. W4A8 has no ymm tile of
-// two: it widens each block's weights (and picks its lane scales) once per
-// row pair for only two vectors, which the zmm form does in fewer
-// instructions (29.6-29.9 against 31.6-32.6).
+// 18.8-19.2 / 14.4-16.3; W4A8 tiles of 2, 3, 4 and 8 29.3-30.1 /
+// 26.8-27.7, 25.5-25.8 / 21.1-22.1, 23.9-24.0 / 18.7-19.4, 20.2-20.4 /
+// 15.3-15.8 (the W4A8 tiles also widen their weights more cheaply; see
+// their section). The one-vector kernels stay zmm: ymm forms of them ran
+// some 10% faster in L1 but no faster on a decode step, whose weights come
+// from memory.
 //
 // Everything else is vnni_amd64.s's: the packed activations (packVNNI),
 // the unsigned weights and the corrections, the lane steps lane =
