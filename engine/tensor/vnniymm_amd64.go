@@ -8,7 +8,8 @@ import "golang.org/x/sys/cpu"
 // 256-bit halves, so that the ymm form does the same arithmetic and
 // skips the broadcasts. CPUs with full-width 512-bit units (Intel since
 // Skylake-SP, Zen 5) keep the zmm tiles. Both give the same bits; tests
-// run both wherever the CPU has AVX-512 VNNI.
+// run both wherever the CPU has AVX-512 VNNI and VBMI (VPERMB, which the
+// W4A8 tiles use).
 var useVnniYmm = hasAVX512VNNI && cpu.X86.HasAVX512VBMI && isZen4()
 
 // nvScale256 is nvScale times 2^-8 (exact): the lane scales of the W4A8
