@@ -257,7 +257,8 @@ GLOBL ynvTab<>(SB), RODATA|NOPTR, $32
 
 // ynvShift: VPSRLVW counts, 0 for the low 128 bits (the low nibbles), 4
 // for the high (the high nibbles; what comes down from the byte above
-// lands in bits 4-7, above the index).
+// lands in bits 4-7, of which VPERMB reads only bit 4, and the table's
+// second copy makes that bit irrelevant).
 DATA ynvShift<>+0(SB)/8, $0
 DATA ynvShift<>+8(SB)/8, $0
 DATA ynvShift<>+16(SB)/8, $0x0004000400040004
