@@ -77,7 +77,8 @@
 
 // YQ8ROWS readies block (SI) of rows A and B = (SI)(R8): Y16/Y17 their
 // quants XOR 0x80, Y18/Y19 their F16 scales as F32 (f16Table) in every
-// lane. It prefetches both streams 2048 bytes (vnni_amd64.s's VPREFETCH) ahead into L2.
+// lane. It prefetches both streams 2048 bytes (vnni_amd64.s's VPREFETCH)
+// ahead into L2.
 #define YQ8ROWS \
 	PREFETCHT1 2048(SI); \
 	PREFETCHT1 2048(SI)(R8*1); \
