@@ -139,23 +139,14 @@ func gemmQ8VnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte
 		return
 	}
 	nb := rb / q8BlockBytes
-	tileYmm := b2i(useVnniYmm)
+	tiles := pickTiles(&q8Tiles)
 	for v := 0; v < n; {
 		v0, s, used := vnniGroup(v, n)
 		a := act[v0*nb*vnniActBytes : (v0+s)*nb*vnniActBytes]
-		switch s {
-		case 1:
+		if s == 1 {
 			vnniVecRows(q8VnniVec4, dst[v0*rows+lo:v0*rows+hi], data[lo*rb:hi*rb], rb, a, nb)
-		case 2:
-			vnniTileRows(q8Tiles[tileYmm][0], dst, data, rb, lo, hi, rows, a, nb, v0, used)
-		case 4:
-			tile := q8Tiles[tileYmm][2]
-			if used == 3 {
-				tile = q8Tiles[tileYmm][1]
-			}
-			vnniTileRows(tile, dst, data, rb, lo, hi, rows, a, nb, v0, used)
-		default:
-			vnniTileRows(q8Tiles[tileYmm][3], dst, data, rb, lo, hi, rows, a, nb, v0, used)
+		} else {
+			vnniTileRows(tiles.pick(s, used), dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		}
 		v += used
 	}
@@ -171,23 +162,14 @@ func gemmNVVnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte
 	}
 	nb := rb / nvBlockBytes
 	per := 2 * nb * vnniActBytes // one vector's packed blocks
-	tileYmm := b2i(useVnniYmm)
+	tiles := pickTiles(&nvTiles)
 	for v := 0; v < n; {
 		v0, s, used := vnniGroup(v, n)
 		a := act[v0*per : (v0+s)*per]
-		switch s {
-		case 1:
+		if s == 1 {
 			vnniVecRows(nvVnniVec4, dst[v0*rows+lo:v0*rows+hi], data[lo*rb:hi*rb], rb, a, nb)
-		case 2:
-			vnniTileRows(nvTiles[tileYmm][0], dst, data, rb, lo, hi, rows, a, nb, v0, used)
-		case 4:
-			tile := nvTiles[tileYmm][2]
-			if used == 3 {
-				tile = nvTiles[tileYmm][1]
-			}
-			vnniTileRows(tile, dst, data, rb, lo, hi, rows, a, nb, v0, used)
-		default:
-			vnniTileRows(nvTiles[tileYmm][3], dst, data, rb, lo, hi, rows, a, nb, v0, used)
+		} else {
+			vnniTileRows(tiles.pick(s, used), dst, data, rb, lo, hi, rows, a, nb, v0, used)
 		}
 		v += used
 	}
@@ -196,17 +178,43 @@ func gemmNVVnniRows(dst []float32, data []byte, rb, lo, hi, rows int, act []byte
 // vnniTile is the signature of the tile kernels.
 type vnniTile = func(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
 
-// q8Tiles holds the Q8_0 tiles of two, three (of four), four and eight
-// vectors: vnni_amd64.s's, then vnniymm_amd64.s's (useVnniYmm).
-var q8Tiles = [2][4]vnniTile{
-	{q8VnniTile2, q8VnniTile3, q8VnniTile4, q8VnniTile8},
-	{q8YmmTile2, q8YmmTile3, q8YmmTile4, q8YmmTile8},
+// vnniTiles are the tiles of one weight type for two, three (of a group
+// of four), four and eight vectors.
+type vnniTiles struct{ t2, t3, t4, t8 vnniTile }
+
+// pick returns the tile for a group of s vectors, used of them computed
+// (vnniGroup).
+func (t *vnniTiles) pick(s, used int) vnniTile {
+	switch {
+	case s == 2:
+		return t.t2
+	case s == 4 && used == 3:
+		return t.t3
+	case s == 4:
+		return t.t4
+	}
+	return t.t8
 }
 
-// nvTiles holds the NVFP4 W4A8 tiles as q8Tiles.
-var nvTiles = [2][4]vnniTile{
-	{nvVnniTile2, nvVnniTile3, nvVnniTile4, nvVnniTile8},
-	{nvYmmTile2, nvYmmTile3, nvYmmTile4, nvYmmTile8},
+// q8Tiles and nvTiles hold the Q8_0 and NVFP4 W4A8 tiles: vnni_amd64.s's,
+// then vnniymm_amd64.s's (useVnniYmm, pickTiles).
+var (
+	q8Tiles = [2]vnniTiles{
+		{q8VnniTile2, q8VnniTile3, q8VnniTile4, q8VnniTile8},
+		{q8YmmTile2, q8YmmTile3, q8YmmTile4, q8YmmTile8},
+	}
+	nvTiles = [2]vnniTiles{
+		{nvVnniTile2, nvVnniTile3, nvVnniTile4, nvVnniTile8},
+		{nvYmmTile2, nvYmmTile3, nvYmmTile4, nvYmmTile8},
+	}
+)
+
+// pickTiles returns the set of tiles this CPU runs.
+func pickTiles(sets *[2]vnniTiles) *vnniTiles {
+	if useVnniYmm {
+		return &sets[1]
+	}
+	return &sets[0]
 }
 
 // vnniTileRows runs a tile kernel over the rows [lo,hi) in pairs: row r

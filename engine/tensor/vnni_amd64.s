@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "vnnitile_amd64.h"
 
 // AVX-512 kernels (F, BW, VL and VNNI) for the int8 products: Q8_0
 // weights, and NVFP4 weights with Q8_0 activations (W4A8), each (row,
@@ -77,35 +78,13 @@
 // kernels lose a few percent.
 #define VPREFETCH 2048
 
-// The tile kernels run pairs of rows A and B = A + rstride against a
-// group of s vectors: npairs pairs, A advancing by rb bytes. The outputs
-// of vector k go to dst + k*dstride bytes, row B's drow bytes after row
-// A's; the tiles of three vectors take the first three of a group of
-// four, the others all s (used says the same). Registers: R11 row A, R12
-// the group's blocks, BX the pairs left, DX the outputs of row A for
-// vector 0, R8 rstride, R9 dstride, R10 drow; SI, DI, CX the current
-// blocks and how many are left; AX, R13 scratch. K1 = 0xFF00 selects the
-// high half's dwords (row B).
+// The tile kernels' frame is vnnitile_amd64.h's (VTILEARGS, VTILEROW,
+// VTILENEXT); AX and R13 are scratch, and K1 = 0xFF00 selects the high
+// half's dwords (row B).
 #define VTILEINIT \
-	MOVQ row+0(FP), R11; \
-	MOVQ rstride+16(FP), R8; \
-	MOVQ npairs+24(FP), BX; \
-	MOVQ act+32(FP), R12; \
-	MOVQ dst+48(FP), DX; \
-	MOVQ dstride+56(FP), R9; \
-	MOVQ drow+64(FP), R10; \
+	VTILEARGS; \
 	MOVL $0xFF00, AX; \
 	KMOVW AX, K1
-
-#define VTILEROW \
-	MOVQ R11, SI; \
-	MOVQ R12, DI; \
-	MOVQ nblk+40(FP), CX
-
-#define VTILENEXT \
-	ADDQ rb+8(FP), R11; \
-	ADDQ $4, DX; \
-	DECQ BX
 
 #define ZERO2 \
 	VPXORD Z0, Z0, Z0; \

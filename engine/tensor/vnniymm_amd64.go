@@ -51,14 +51,6 @@ func q8YmmTile3(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *fl
 //go:noescape
 func q8YmmTile2(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
 
-// b2i is 1 for true, 0 for false.
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 //go:noescape
 func nvYmmTile8(row *byte, rb, rstride, npairs int, act *byte, nblk int, dst *float32, dstride, drow, used int)
 

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "vnnitile_amd64.h"
 
 // The tile kernels of vnni_amd64.s in 256-bit registers, for Zen 4
 // (useVnniYmm). Zen 4 runs each 512-bit operation as two 256-bit halves,
@@ -24,10 +25,8 @@
 // kernels and the plain-Go twins. The signatures are the zmm tiles' (rows
 // A and B = A + rstride, npairs pairs), so vnniTileRows drives either.
 //
-// Registers: R11 row A, R12 the group's blocks, BX the pairs left, DX the
-// outputs of row A for vector 0, R8 rstride, R9 dstride, R10 drow, R14
-// f16Table; SI, DI, CX the current blocks and how many are left; AX, R13
-// scratch. Y0-Y15 the accumulators (vector k: Y(2k) row A, Y(2k+1) row
+// Registers: vnnitile_amd64.h's frame, R14 f16Table, AX and R13
+// scratch; Y0-Y15 the accumulators (vector k: Y(2k) row A, Y(2k+1) row
 // B), Y16/Y17 the rows' unsigned weights, Y18/Y19 their scales, Y20-Y25
 // scratch, Y31 bytes 0x80.
 
@@ -50,26 +49,10 @@
 	ADDQ R9, AX
 
 #define YTILEINIT \
-	MOVQ row+0(FP), R11; \
-	MOVQ rstride+16(FP), R8; \
-	MOVQ npairs+24(FP), BX; \
-	MOVQ act+32(FP), R12; \
-	MOVQ dst+48(FP), DX; \
-	MOVQ dstride+56(FP), R9; \
-	MOVQ drow+64(FP), R10; \
+	VTILEARGS; \
 	MOVQ ·f16Table(SB), R14; \
 	MOVL $0x80, AX; \
 	VPBROADCASTB AX, Y31
-
-#define YTILEROW \
-	MOVQ R11, SI; \
-	MOVQ R12, DI; \
-	MOVQ nblk+40(FP), CX
-
-#define YTILENEXT \
-	ADDQ rb+8(FP), R11; \
-	ADDQ $4, DX; \
-	DECQ BX
 
 #define YZERO(a, b) \
 	VPXORD a, a, a; \
@@ -115,7 +98,7 @@ TEXT ·q8YmmTile8(SB), NOSPLIT, $0-80
 	YTILEINIT
 
 yq8t8row:
-	YTILEROW
+	VTILEROW
 	YZERO(Y0, Y1)
 	YZERO(Y2, Y3)
 	YZERO(Y4, Y5)
@@ -147,7 +130,7 @@ yq8t8loop:
 	YSTORE(Y10, X10, Y11, X11)
 	YSTORE(Y12, X12, Y13, X13)
 	YSTORE(Y14, X14, Y15, X15)
-	YTILENEXT
+	VTILENEXT
 	JNZ yq8t8row
 	VZEROUPPER
 	RET
@@ -158,7 +141,7 @@ TEXT ·q8YmmTile4(SB), NOSPLIT, $0-80
 	YTILEINIT
 
 yq8t4row:
-	YTILEROW
+	VTILEROW
 	YZERO(Y0, Y1)
 	YZERO(Y2, Y3)
 	YZERO(Y4, Y5)
@@ -178,7 +161,7 @@ yq8t4loop:
 	YSTORE(Y2, X2, Y3, X3)
 	YSTORE(Y4, X4, Y5, X5)
 	YSTORE(Y6, X6, Y7, X7)
-	YTILENEXT
+	VTILENEXT
 	JNZ yq8t4row
 	VZEROUPPER
 	RET
@@ -190,7 +173,7 @@ TEXT ·q8YmmTile3(SB), NOSPLIT, $0-80
 	YTILEINIT
 
 yq8t3row:
-	YTILEROW
+	VTILEROW
 	YZERO(Y0, Y1)
 	YZERO(Y2, Y3)
 	YZERO(Y4, Y5)
@@ -207,7 +190,7 @@ yq8t3loop:
 	YSTORE(Y0, X0, Y1, X1)
 	YSTORE(Y2, X2, Y3, X3)
 	YSTORE(Y4, X4, Y5, X5)
-	YTILENEXT
+	VTILENEXT
 	JNZ yq8t3row
 	VZEROUPPER
 	RET
@@ -218,7 +201,7 @@ TEXT ·q8YmmTile2(SB), NOSPLIT, $0-80
 	YTILEINIT
 
 yq8t2row:
-	YTILEROW
+	VTILEROW
 	YZERO(Y0, Y1)
 	YZERO(Y2, Y3)
 
@@ -232,7 +215,7 @@ yq8t2loop:
 	MOVQ DX, AX
 	YSTORE(Y0, X0, Y1, X1)
 	YSTORE(Y2, X2, Y3, X3)
-	YTILENEXT
+	VTILENEXT
 	JNZ yq8t2row
 	VZEROUPPER
 	RET
@@ -275,13 +258,7 @@ GLOBL ynvShift<>(SB), RODATA|NOPTR, $32
 // Y24-Y28 scratch; R14 nvScale256; K3 = 0xCC, the second sub-block's
 // lanes.
 #define YNVTILEINIT \
-	MOVQ row+0(FP), R11; \
-	MOVQ rstride+16(FP), R8; \
-	MOVQ npairs+24(FP), BX; \
-	MOVQ act+32(FP), R12; \
-	MOVQ dst+48(FP), DX; \
-	MOVQ dstride+56(FP), R9; \
-	MOVQ drow+64(FP), R10; \
+	VTILEARGS; \
 	LEAQ ·nvScale256(SB), R14; \
 	MOVL $0xCC, AX; \
 	KMOVW AX, K3
@@ -364,7 +341,7 @@ TEXT ·nvYmmTile8(SB), NOSPLIT, $0-80
 	YNVTILEINIT
 
 ynvt8row:
-	YTILEROW
+	VTILEROW
 	YZERO(Y0, Y1)
 	YZERO(Y2, Y3)
 	YZERO(Y4, Y5)
@@ -404,7 +381,7 @@ ynvt8loop:
 	YNVSTORE(Y10, Y11)
 	YNVSTORE(Y12, Y13)
 	YNVSTORE(Y14, Y15)
-	YTILENEXT
+	VTILENEXT
 	JNZ ynvt8row
 	VZEROUPPER
 	RET
@@ -415,7 +392,7 @@ TEXT ·nvYmmTile4(SB), NOSPLIT, $0-80
 	YNVTILEINIT
 
 ynvt4row:
-	YTILEROW
+	VTILEROW
 	YZERO(Y0, Y1)
 	YZERO(Y2, Y3)
 	YZERO(Y4, Y5)
@@ -439,7 +416,7 @@ ynvt4loop:
 	YNVSTORE(Y2, Y3)
 	YNVSTORE(Y4, Y5)
 	YNVSTORE(Y6, Y7)
-	YTILENEXT
+	VTILENEXT
 	JNZ ynvt4row
 	VZEROUPPER
 	RET
@@ -451,7 +428,7 @@ TEXT ·nvYmmTile3(SB), NOSPLIT, $0-80
 	YNVTILEINIT
 
 ynvt3row:
-	YTILEROW
+	VTILEROW
 	YZERO(Y0, Y1)
 	YZERO(Y2, Y3)
 	YZERO(Y4, Y5)
@@ -471,7 +448,7 @@ ynvt3loop:
 	YNVSTORE(Y0, Y1)
 	YNVSTORE(Y2, Y3)
 	YNVSTORE(Y4, Y5)
-	YTILENEXT
+	VTILENEXT
 	JNZ ynvt3row
 	VZEROUPPER
 	RET
@@ -482,7 +459,7 @@ TEXT ·nvYmmTile2(SB), NOSPLIT, $0-80
 	YNVTILEINIT
 
 ynvt2row:
-	YTILEROW
+	VTILEROW
 	YZERO(Y0, Y1)
 	YZERO(Y2, Y3)
 
@@ -498,7 +475,7 @@ ynvt2loop:
 	MOVQ DX, AX
 	YNVSTORE(Y0, Y1)
 	YNVSTORE(Y2, Y3)
-	YTILENEXT
+	VTILENEXT
 	JNZ ynvt2row
 	VZEROUPPER
 	RET
