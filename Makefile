@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/edgellmd
 MODEL   ?= testdata/models/stories260K.gguf
 
-.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check
+.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check mesa26-root gpu-test-mesa26
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/edgellmd
@@ -94,6 +94,21 @@ shaders-check:
 gpu-test: build
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags "-s -w" -o bin/gpu.test ./engine/gpu
 	CGO_ENABLED=0 $(GO) test -c -trimpath -ldflags "-s -w" -o bin/gpu-vk.test ./engine/gpu/internal/vk
+
+# The second Vulkan stack: Debian sid's Mesa 26 lavapipe, which has
+# cooperative matrices (tensor-core shaders), and sid's glslc, which
+# compiles them; unpacked into $(MESA26_ROOT) without installing anything
+# or mounting anything (scripts/mesa26-root.sh says how), once: a later run
+# finds it. gpu-test-mesa26 runs the GPU engine's tests there, a device
+# without cooperative matrices failing them (EDGELLMD_REQUIRE_COOPMAT=1).
+MESA26_ROOT ?= bin/mesa26-root
+mesa26-root:
+	sh scripts/mesa26-root.sh $(MESA26_ROOT)
+
+gpu-test-mesa26: mesa26-root gpu-test
+	$(MESA26_ROOT)/run bin/edgellmd devices
+	cd engine/gpu && EDGELLMD_REQUIRE_GPU=1 EDGELLMD_REQUIRE_COOPMAT=1 $(abspath $(MESA26_ROOT))/run ../../bin/gpu.test -test.count=1 -test.timeout 15m
+	cd engine/gpu/internal/vk && EDGELLMD_REQUIRE_GPU=1 $(abspath $(MESA26_ROOT))/run ../../../../bin/gpu-vk.test -test.count=1
 
 # On a machine with a real GPU, in under 8 minutes: the device list, the
 # GPU engine's tests on the GPU (EDGELLMD_REQUIRE_GPU=1), and bench decode on
