@@ -35,6 +35,12 @@ type Info struct {
 	Float64      bool // shaderFloat64: F16-cache attention rounds as llama.cpp's
 	SubgroupSize int
 	MaxBuffer    uint64 // maxStorageBufferRange: the largest tensor one binding may hold
+	// CoopMat: VK_KHR_cooperative_matrix enabled, with vulkanMemoryModel
+	// (the memory model glslang's cooperative-matrix SPIR-V declares), so
+	// the tensor-core shaders can run. CoopMat2: VK_NV_cooperative_matrix2
+	// with flexible dimensions. MatrixShapes lists both extensions' tiles.
+	CoopMat, CoopMat2 bool
+	MatrixShapes      []MatrixShape
 }
 
 // Real reports whether the device is a GPU rather than Vulkan on the CPU:
@@ -167,6 +173,9 @@ func Open(sel string) (*Device, error) {
 	info.HostImport, info.IntDot, info.Float64 = d.HostImport, d.IntDot, d.Float64
 	info.SubgroupSize = int(d.Subgroup.SubgroupSize)
 	info.MaxBuffer = uint64(d.Props.Limits.MaxStorageBufferRange)
+	info.CoopMat = d.CoopMat.KHR && d.CoopMat.MemoryModel
+	info.CoopMat2 = info.CoopMat && d.CoopMat.NV2 && d.CoopMat.NV2Features[1] != 0
+	info.MatrixShapes = matrixShapes(d)
 	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}}
 	dev.rec = newRecorder(dev)
 	return dev, nil

@@ -164,3 +164,75 @@ func BenchmarkRecordDispatch(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// requireCoopMat is EDGELLMD_REQUIRE_COOPMAT=1, which CI sets for the
+// Mesa 26 pass (make gpu-test-mesa26): there a device without cooperative
+// matrices fails the tensor-core tests instead of skipping them.
+func requireCoopMat() bool { return os.Getenv("EDGELLMD_REQUIRE_COOPMAT") == "1" }
+
+func TestCoopMatCapabilities(t *testing.T) {
+	d := testDevice(t)
+	info := d.Info()
+	t.Logf("cooperative_matrix %v, cooperative_matrix2 %v, %d shapes", info.CoopMat, info.CoopMat2, len(info.MatrixShapes))
+	for _, s := range info.MatrixShapes {
+		t.Logf("  %s", s)
+	}
+	if !info.CoopMat {
+		if requireCoopMat() {
+			t.Fatalf("EDGELLMD_REQUIRE_COOPMAT=1 and %s has no usable cooperative matrices", info.Name)
+		}
+		if len(info.MatrixShapes) > 0 && !info.CoopMat {
+			t.Logf("shapes listed but cooperativeMatrix or vulkanMemoryModel missing: the scalar path runs")
+		}
+		return
+	}
+	// Every driver with the extension lists an f16 tile with f32
+	// accumulation and an int8 one (both are what the shaders use).
+	if _, ok := pickTile(info.MatrixShapes, "f16", "f32", tile{}, false); !ok {
+		t.Errorf("no subgroup f16·f16→f32 tile among %v", info.MatrixShapes)
+	}
+	if _, ok := pickTile(info.MatrixShapes, "s8", "s32", tile{}, false); !ok {
+		t.Errorf("no subgroup s8·s8→s32 tile among %v", info.MatrixShapes)
+	}
+	if requireCoopMat() && !info.CoopMat2 {
+		t.Errorf("EDGELLMD_REQUIRE_COOPMAT=1 and no NV2 flexible dimensions: the 16x16x16 tiles cannot be exercised")
+	}
+}
+
+func TestPickTile(t *testing.T) {
+	lavapipe := []MatrixShape{
+		{M: 8, N: 8, K: 8, A: "f16", B: "f16", C: "f16", Result: "f16", Scope: "subgroup"},
+		{M: 8, N: 8, K: 8, A: "f16", B: "f16", C: "f32", Result: "f32", Scope: "subgroup"},
+		{M: 8, N: 8, K: 8, A: "s8", B: "s8", C: "s32", Result: "s32", Scope: "subgroup"},
+		{M: 8, N: 8, K: 8, A: "f16", B: "f16", C: "f32", Result: "f32", Scope: "subgroup", Flexible: true, MaxDim: 1024},
+	}
+	nvidia := []MatrixShape{
+		{M: 16, N: 16, K: 16, A: "f16", B: "f16", C: "f32", Result: "f32", Scope: "subgroup"},
+		{M: 16, N: 8, K: 16, A: "f16", B: "f16", C: "f32", Result: "f32", Scope: "subgroup"},
+		{M: 16, N: 16, K: 32, A: "s8", B: "s8", C: "s32", Result: "s32", Scope: "subgroup"},
+		{M: 16, N: 8, K: 32, A: "s8", B: "s8", C: "s32", Result: "s32", Scope: "subgroup"},
+		{M: 16, N: 16, K: 16, A: "f16", B: "f16", C: "f32", Result: "f32", Scope: "workgroup"},
+	}
+	for _, c := range []struct {
+		shapes []MatrixShape
+		a, c   string
+		want   tile
+		flex   bool
+		got    tile
+		ok     bool
+	}{
+		{lavapipe, "f16", "f32", tile{}, false, tile{8, 8, 8}, true},
+		{lavapipe, "s8", "s32", tile{}, false, tile{8, 8, 8}, true},
+		{lavapipe, "f16", "f32", tile{16, 16, 16}, true, tile{16, 16, 16}, true},
+		{lavapipe, "f16", "f32", tile{12, 16, 16}, true, tile{}, false},
+		{lavapipe, "s8", "s32", tile{16, 16, 16}, true, tile{}, false},
+		{nvidia, "f16", "f32", tile{}, false, tile{16, 16, 16}, true},
+		{nvidia, "s8", "s32", tile{}, false, tile{16, 16, 32}, true},
+		{nvidia, "bf16", "f32", tile{}, false, tile{}, false},
+	} {
+		got, ok := pickTile(c.shapes, c.a, c.c, c.want, c.flex)
+		if got != c.got || ok != c.ok {
+			t.Errorf("pickTile(%s→%s, %v, flex %v) = %v, %v; want %v, %v", c.a, c.c, c.want, c.flex, got, ok, c.got, c.ok)
+		}
+	}
+}

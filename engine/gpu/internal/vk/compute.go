@@ -23,6 +23,7 @@ type Device struct {
 	Float64                                           bool // shaderFloat64 (attention_f16's exact sums)
 	HostImport                                        bool // VK_EXT_external_memory_host enabled
 	HostImportAlign                                   uint64
+	CoopMat                                           CoopMatState // cooperative matrices (coopmat.go)
 
 	cmdPool, fence, queries uint64
 	cmd                     uintptr
@@ -154,9 +155,12 @@ func (in *Instance) Open(i int) (*Device, error) {
 	v12 := &PhysicalDeviceVulkan12Features{SType: StructureTypePhysicalDeviceVulkan12Features}
 	v11 := &PhysicalDeviceVulkan11Features{SType: StructureTypePhysicalDeviceVulkan11Features, PNext: unsafe.Pointer(v12)}
 	devAPI := d.Props.APIVersion
+	coopLink := &v12.PNext // where the cooperative-matrix feature structs hang
 	if devAPI >= MakeAPIVersion(1, 3, 0) && api >= MakeAPIVersion(1, 3, 0) {
 		v12.PNext = unsafe.Pointer(v13)
+		coopLink = &v13.PNext
 	}
+	*coopLink = d.coopMatChain(&pin)
 	pin.ptr(v11)
 	pin.ptr(v12)
 	pin.ptr(v13)
@@ -178,6 +182,7 @@ func (in *Instance) Open(i int) (*Device, error) {
 		d.IntDot = enable(&v13.F[V13ShaderIntegerDotProduct], h13[V13ShaderIntegerDotProduct])
 		enable(&v13.F[V13SubgroupSizeControl], h13[V13SubgroupSizeControl])
 	}
+	coopExts := d.coopMatEnable(coopLink, v12, h12)
 
 	// Queue family with compute.
 	var nq uint32
@@ -216,6 +221,12 @@ func (in *Instance) Open(i int) (*Device, error) {
 		pin.ptr(&b[0])
 		extNames = append(extNames, &b[0])
 		d.HostImport = true
+	}
+	for _, name := range coopExts {
+		b := CString(name)
+		extKeep = append(extKeep, b)
+		pin.ptr(&b[0])
+		extNames = append(extNames, &b[0])
 	}
 	dci := &DeviceCreateInfo{SType: StructureTypeDeviceCreateInfo, PNext: unsafe.Pointer(feat), QueueCreateInfoCount: 1, PQueueCreateInfos: qci}
 	if len(extNames) > 0 {
