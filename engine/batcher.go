@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/edgellmd/edgellmd/engine/model"
 )
 
@@ -33,20 +35,27 @@ type batcher struct {
 	mg multiGreedy // m, when it picks greedy tokens on the device
 	// slowdown is Options.DecodeSlowdown (0: no budget); cost predicts
 	// passes for it.
-	slowdown float64
-	cost     *passCost
-	credit   float64   // seconds of prompt work the passes a chunk sat out saved for it (budget)
-	keep     []*fwdReq // budget's scratch: the requests a pass runs, and those it holds back
-	held     []*fwdReq
-	reqs     chan *fwdReq
-	quit     chan struct{}
-	done     chan struct{}
-	active   atomic.Int32 // sequences in a generation: their next pass is coming
-	free     sync.Pool    // of *fwdReq, with their reply channels: no allocation per pass
-	seqs     []model.SeqBatch
-	tops     [][]int32
-	stats    BatchStats
-	statsMu  chan struct{} // a one-slot lock for stats (read by the metrics)
+	slowdown            float64
+	cost                *passCost
+	credit              float64   // seconds of prompt work the passes a chunk sat out saved for it (budget)
+	keep                []*fwdReq // budget's scratch: the requests a pass runs, and those it holds back
+	held                []*fwdReq
+	reqs                chan *fwdReq
+	quit                chan struct{}
+	done                chan struct{}
+	active              atomic.Int32 // sequences in a generation: their next pass is coming
+	free                sync.Pool    // of *fwdReq, with their reply channels: no allocation per pass
+	seqs                []model.SeqBatch
+	tops                [][]int32
+	forwardFn, greedyFn func() error // forward and greedy, bound once
+	stats               BatchStats
+	statsMu             chan struct{} // a one-slot lock for stats (read by the metrics)
+	// broken is the panic that broke the engine (broken.go): set once, by
+	// guard; from then on every request is answered with it.
+	broken atomic.Pointer[PassPanic]
+	// passHook, when set (Options.PassHook), runs before each guarded call.
+	passHook func()
+	log      zerolog.Logger
 }
 
 // BatchStats count the forward passes the batcher ran.
@@ -81,6 +90,7 @@ func newBatcher(m model.Model, slowdown, keyCost float64) *batcher {
 	}
 	mg, _ := m.(multiGreedy)
 	b := &batcher{m: m, mg: mg, slowdown: slowdown, cost: newPassCost(keyCost), reqs: make(chan *fwdReq), quit: make(chan struct{}), done: make(chan struct{}), statsMu: make(chan struct{}, 1)}
+	b.forwardFn, b.greedyFn = b.forward, b.greedy
 	go b.run() // owned: close waits for it
 	return b
 }
@@ -97,6 +107,9 @@ func (b *batcher) send(seq model.SeqBatch, top []int32, prefill bool, floor int,
 	r, _ := b.free.Get().(*fwdReq)
 	if r == nil {
 		r = &fwdReq{err: make(chan error, 1)}
+	}
+	if p := b.broken.Load(); p != nil {
+		return 0, p
 	}
 	r.seq, r.top, r.prefill, r.floor, r.fn, r.ran = seq, top, prefill, floor, fn, len(seq.Batch.Tokens)
 	select {
@@ -150,7 +163,7 @@ func (b *batcher) run() {
 			select {
 			case r := <-b.reqs:
 				if r.fn != nil {
-					r.err <- r.fn()
+					r.err <- b.guard(r.fn)
 					continue
 				}
 				pending = append(pending, r)
@@ -165,7 +178,7 @@ func (b *batcher) run() {
 			select {
 			case r := <-b.reqs:
 				if r.fn != nil {
-					r.err <- r.fn()
+					r.err <- b.guard(r.fn)
 					continue
 				}
 				pending = append(pending, r)
@@ -279,9 +292,9 @@ func (b *batcher) runPass(reqs []*fwdReq) (held []*fwdReq) {
 		t0 := time.Now()
 		var err error
 		if greedy {
-			err = b.mg.ForwardMultiGreedy(b.seqs, b.tops)
+			err = b.guard(b.greedyFn)
 		} else {
-			err = model.ForwardMulti(b.m, b.seqs)
+			err = b.guard(b.forwardFn)
 		}
 		el := time.Since(t0)
 		var se *model.SeqError
@@ -306,6 +319,12 @@ func (b *batcher) runPass(reqs []*fwdReq) (held []*fwdReq) {
 	}
 	return held
 }
+
+// forward and greedy run the pass that runPass gathered in b.seqs (and
+// b.tops); bound once, as forwardFn and greedyFn, so a pass does not
+// allocate a closure.
+func (b *batcher) forward() error { return model.ForwardMulti(b.m, b.seqs) }
+func (b *batcher) greedy() error  { return b.mg.ForwardMultiGreedy(b.seqs, b.tops) }
 
 func (b *batcher) count(reqs []*fwdReq) {
 	b.statsMu <- struct{}{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/gpu"
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/tensor"
@@ -72,7 +73,7 @@ type placed struct {
 // and stays on the CPU, saying why in the log and in Note, when there is
 // none; "gpu", "gpu:N", and "auto" with a GPU present, move it or fail with
 // a DeviceError naming what is missing.
-func place(sel string, cpu model.Model, act tensor.NVFP4Activations, log zerolog.Logger) (placed, error) {
+func place(sel string, f *gguf.File, cpu model.Model, act tensor.NVFP4Activations, log zerolog.Logger) (placed, error) {
 	onCPU := placed{m: cpu, info: DeviceInfo{Engine: EngineCPU, Selector: "cpu", Name: cpuName()}}
 	switch sel {
 	case "", "cpu":
@@ -94,7 +95,7 @@ func place(sel string, cpu model.Model, act tensor.NVFP4Activations, log zerolog
 			log.Info().Str("device", "auto").Str("reason", onCPU.info.Note).Msg("running on the CPU")
 			return onCPU, nil
 		}
-		p, err := onGPU("gpu", cpu, act)
+		p, err := onGPU("gpu", f, cpu, act)
 		if err != nil {
 			// A GPU is there: running beside it on the CPU would be the
 			// silent slow path the operator did not choose.
@@ -106,14 +107,17 @@ func place(sel string, cpu model.Model, act tensor.NVFP4Activations, log zerolog
 	if err := gpu.ParseSelector(sel); err != nil {
 		return placed{}, &DeviceError{Selector: sel, Err: err}
 	}
-	p, err := onGPU(sel, cpu, act)
+	p, err := onGPU(sel, f, cpu, act)
 	if err != nil {
 		return placed{}, &DeviceError{Selector: sel, Err: err}
 	}
 	return p, nil
 }
 
-func onGPU(sel string, cpu model.Model, act tensor.NVFP4Activations) (placed, error) {
+func onGPU(sel string, f *gguf.File, cpu model.Model, act tensor.NVFP4Activations) (placed, error) {
+	if err := model.CheckTypes(f, "the GPU engine", gpuRuns, gpu.WeightTypes()+" for matrices (vectors of any type the CPU engine reads)"); err != nil {
+		return placed{}, err
+	}
 	dev, err := gpu.Open(sel)
 	if err != nil {
 		return placed{}, err
@@ -126,6 +130,22 @@ func onGPU(sel string, cpu model.Model, act tensor.NVFP4Activations) (placed, er
 	in := dev.Info()
 	return placed{m: m, dev: dev, info: DeviceInfo{Engine: EngineVulkan, Selector: sel, Name: in.Name, Kind: string(in.Kind),
 		API: in.API, Driver: in.Driver, MemoryTotalBytes: int64(in.MemoryBytes), MaxBufferBytes: int64(in.MaxBuffer)}}, nil
+}
+
+// gpuRuns says whether the GPU engine runs tensor t: vectors (norms,
+// biases, scales) are read by the CPU engine and uploaded as F32, matrices
+// must be of a type the shaders multiply with.
+func gpuRuns(t *gguf.TensorInfo) bool {
+	dims := 0
+	for _, d := range t.Shape {
+		if d > 1 {
+			dims++
+		}
+	}
+	if dims < 2 {
+		return tensor.CPUSupports(t.Type)
+	}
+	return gpu.SupportsWeight(t.Type)
 }
 
 // close releases the GPU model and its device.

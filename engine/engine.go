@@ -69,6 +69,10 @@ type Options struct {
 	// Not applied on a GPU (its sequences' states are made at Load).
 	MemoryBudget int64
 	Log          zerolog.Logger
+	// PassHook, when set, is called on the batcher's goroutine before each
+	// forward pass and each other piece of model work it runs, where a
+	// panic is contained (broken.go): tests inject failures with it.
+	PassHook func()
 }
 
 // Engine is one loaded model with its tokenizer and kernels' worker pool.
@@ -251,7 +255,7 @@ func Load(path string, opt Options) (*Engine, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	cpuModel := m
-	pl, err := place(opt.Device, m, opt.Activations, opt.Log) // errors are *DeviceError
+	pl, err := place(opt.Device, f, m, opt.Activations, opt.Log) // errors are *DeviceError
 	if err != nil {
 		pool.Close()
 		if de, ok := err.(*DeviceError); ok {
@@ -282,6 +286,7 @@ func Load(path string, opt Options) (*Engine, error) {
 		slowdown = 0
 	}
 	bat := newBatcher(m, slowdown, keyCostOf(m.Hyper(), linearWeights(f, m.Hyper().Layers)))
+	bat.log, bat.passHook = opt.Log, opt.PassHook
 	e := &Engine{path: path, file: f, pool: pool, model: batchedModel{m, bat}, base: m, bat: bat, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log,
 		prefillChunk: prefillChunk, size: newStateSize(m.Hyper(), opt.KVType), freed: make(chan struct{})}
 	for range nseq {

@@ -101,6 +101,9 @@ func Load(f *gguf.File, opt Options) (Model, error) {
 	default:
 		return nil, fmt.Errorf("model %s: KV cache type %v not supported (want F16, F32 or E4M3)", f.Path, opt.KVType)
 	}
+	if err := CheckTypes(f, "the CPU engine", func(t *gguf.TensorInfo) bool { return tensor.CPUSupports(t.Type) }, tensor.CPUTypes()); err != nil {
+		return nil, err
+	}
 	if opt.Pool == nil {
 		opt.Pool = tensor.NewPool(0)
 	}
@@ -113,6 +116,36 @@ func Load(f *gguf.File, opt Options) (Model, error) {
 	default:
 		return nil, fmt.Errorf("model %s: architecture %q not supported (want \"llama\" or \"qwen35\")", f.Path, arch)
 	}
+}
+
+// CheckTypes refuses a file with a tensor whose type engine (its name in
+// words) cannot run: every tensor is checked at load, used or not, so that
+// a model that loads can run (a type found unsupported in the middle of a
+// forward pass would fail every request instead). The error names the
+// first such tensor, its type, how many tensors share the problem, and
+// the supported types.
+func CheckTypes(f *gguf.File, engine string, supports func(*gguf.TensorInfo) bool, supported string) error {
+	var first *gguf.TensorInfo
+	bad := 0
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		if supports(t) {
+			continue
+		}
+		if first == nil {
+			first = t
+		}
+		bad++
+	}
+	if first == nil {
+		return nil
+	}
+	more := ""
+	if bad > 1 {
+		more = fmt.Sprintf(" (and %d more tensors of unsupported types)", bad-1)
+	}
+	return fmt.Errorf("model %s: tensor %q has type %s, which %s cannot run%s; supported types: %s",
+		f.Path, first.Name, first.Type, engine, more, supported)
 }
 
 // layer is one pre-norm residual decoder block:

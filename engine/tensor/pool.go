@@ -1,7 +1,9 @@
 package tensor
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -30,9 +32,31 @@ type Pool struct {
 	userFn    func(lo, hi int) // Run's fn, reached through runUser
 	runUserFn func(worker, lo, hi int)
 
+	// fault is the first panic of a helper during the current loop, which
+	// parallel raises again on the calling goroutine: a panic in a kernel
+	// reaches whoever can contain it (the engine's batcher) instead of
+	// ending the process from a goroutine nobody can recover in.
+	fault atomic.Pointer[helperPanic]
+
 	// Matrix-product state, see matmul.go.
 	mm mmJob
 }
+
+// helperPanic is a panic caught on a helper goroutine, with its stack.
+type helperPanic struct {
+	value any
+	stack []byte
+}
+
+// HelperPanic is what a Pool panics with on the calling goroutine when a
+// loop's function panicked on one of its helper goroutines: the helper's
+// panic value and its stack.
+type HelperPanic struct {
+	Value any
+	Stack []byte
+}
+
+func (h HelperPanic) Error() string { return fmt.Sprintf("%v (in a worker goroutine)", h.Value) }
 
 // NewPool starts a pool of threads workers (the caller of each loop counts as
 // one of them); threads <= 0 means runtime.NumCPU().
@@ -71,9 +95,21 @@ func (p *Pool) Close() {
 func (p *Pool) helper(worker int, wake <-chan struct{}) {
 	defer p.exited.Done()
 	for range wake {
-		p.work(worker)
+		p.guardedWork(worker)
 		p.busy.Done()
 	}
+}
+
+// guardedWork is work on a helper goroutine, with its panic kept for the
+// caller of the loop.
+func (p *Pool) guardedWork(worker int) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.fault.CompareAndSwap(nil, &helperPanic{value: v, stack: debug.Stack()})
+			p.next.Store(int64(p.n)) // the others stop at their next chunk
+		}
+	}()
+	p.work(worker)
 }
 
 // work takes chunks of the current loop until none is left.
@@ -121,7 +157,17 @@ func (p *Pool) parallel(n, chunk int, task func(worker, lo, hi int)) {
 	for _, ch := range p.wake[:helpers] {
 		ch <- struct{}{}
 	}
-	p.work(0)
-	p.busy.Wait()
+	p.callerWork()
 	p.task = nil
+	if f := p.fault.Swap(nil); f != nil {
+		panic(HelperPanic{Value: f.value, Stack: f.stack})
+	}
+}
+
+// callerWork is the calling goroutine's share of a loop. It waits for the
+// helpers even when its own share panics, so that no helper still runs the
+// loop while the panic unwinds the caller's buffers.
+func (p *Pool) callerWork() {
+	defer p.busy.Wait()
+	p.work(0)
 }

@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
+
+// TestPassPanicBreaksEngine injects a panic into the fourth piece of model
+// work of a generation (new state, prompt chunk, publish, prompt chunk): the request
+// gets an error naming the panic, the engine is broken from then on, every
+// later request fails at once, and the prefix cache keeps only what was
+// published before the failed pass.
+func TestPassPanicBreaksEngine(t *testing.T) {
+	var calls atomic.Int32
+	hook := func() {
+		if calls.Add(1) == 4 {
+			panic("injected fault")
+		}
+	}
+	e, err := Load(stories, Options{Threads: 2, KVType: tensor.F16, CacheMaxBytes: 64 << 20, PassHook: hook, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := make([]int32, 100)
+	for i := range prompt {
+		prompt[i] = int32(10 + i)
+	}
+	req := Request{Prompt: prompt, MaxTokens: 4, IgnoreEOS: true, Sample: sample.Params{Temperature: 0}, PublishAt: []int{50, 100}}
+	_, err = e.Generate(context.Background(), req, func(Token) error { return nil })
+	if err == nil || !errors.Is(err, ErrBroken) || !strings.Contains(err.Error(), "injected fault") {
+		t.Fatalf("Generate: err = %v, want ErrBroken naming the injected fault", err)
+	}
+	if b := e.Broken(); b == nil || !strings.Contains(b.Error(), "injected fault") {
+		t.Fatalf("Broken() = %v, want the injected fault", b)
+	}
+	if st, _ := e.CacheStats(); st.Entries != 1 {
+		t.Errorf("prefix cache holds %d entries, want 1 (the publish before the failed pass only)", st.Entries)
+	}
+	before := calls.Load()
+	_, err = e.Generate(context.Background(), req, func(Token) error { return nil })
+	if !errors.Is(err, ErrBroken) {
+		t.Fatalf("second Generate: err = %v, want ErrBroken", err)
+	}
+	if calls.Load() != before {
+		t.Errorf("a broken engine ran %d more pieces of model work", calls.Load()-before)
+	}
+}
