@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
@@ -19,8 +20,9 @@ var ErrBroken = errors.New("engine: broken")
 // the pass get it as their error, and the engine stays broken with it
 // (Engine.Broken).
 type PassPanic struct {
-	Value any    // what was panicked with
-	Stack []byte // where: the goroutine that panicked (a kernel worker's when it was one)
+	Value any       // what was panicked with
+	Stack []byte    // where: the goroutine that panicked (a kernel worker's when it was one)
+	At    time.Time // when
 }
 
 func (p *PassPanic) Error() string {
@@ -51,7 +53,7 @@ func (b *batcher) guard(fn func() error) (err error) {
 		if v == nil {
 			return
 		}
-		p := &PassPanic{Value: v, Stack: debug.Stack()}
+		p := &PassPanic{Value: v, Stack: debug.Stack(), At: time.Now()}
 		if hp, ok := v.(tensor.HelperPanic); ok {
 			p.Value, p.Stack = hp.Value, hp.Stack
 		}

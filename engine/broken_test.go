@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -44,6 +45,10 @@ func TestPassPanicBreaksEngine(t *testing.T) {
 	}
 	if st, _ := e.CacheStats(); st.Entries != 1 {
 		t.Errorf("prefix cache holds %d entries, want 1 (the publish before the failed pass only)", st.Entries)
+	}
+	sched := NewScheduler(e, 1)
+	if b := sched.LastBeat(); b.IsZero() || time.Since(b) < 0 {
+		t.Errorf("LastBeat %v, want the time of the panic", b)
 	}
 	before := calls.Load()
 	_, err = e.Generate(context.Background(), req, func(Token) error { return nil })

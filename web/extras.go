@@ -22,6 +22,16 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		}{"unavailable", ae.body().Error})
 		return
 	}
+	if err := s.engineBroken(); err != nil {
+		// A forward pass panicked: the model cannot be trusted to run
+		// (engine.ErrBroken), and only a restart clears it.
+		code := "engine_broken"
+		writeJSON(w, http.StatusServiceUnavailable, struct {
+			Status string      `json:"status"`
+			Error  errorObject `json:"error"`
+		}{"error", errorObject{Message: err.Error(), Type: "server_error", Code: &code}})
+		return
+	}
 	body := struct {
 		Status  string `json:"status"`
 		Running *int   `json:"requests_running,omitempty"`
@@ -32,6 +42,15 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		body.Running, body.Waiting = &running, &waiting
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// engineBroken is the engine's failure (engine.Engine.Broken), nil while
+// it works.
+func (s *Server) engineBroken() error {
+	if s.opt.Scheduler == nil {
+		return nil
+	}
+	return s.opt.Scheduler.Engine().Broken()
 }
 
 type modelObject struct {

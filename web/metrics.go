@@ -85,6 +85,12 @@ func newMetrics(s *Server) *metrics {
 			}
 			return float64(sched.Waiting())
 		}),
+		gauge("edgellmd_engine_broken", "1 when a forward pass panicked and the engine runs nothing more until a restart (/health answers 503), else 0.", func() float64 {
+			if s.engineBroken() != nil {
+				return 1
+			}
+			return 0
+		}),
 		newMachineCollector(s.opt.Status),
 		newSettingsCollector(s.opt.Status, model),
 		newCacheCollector(sched, model),

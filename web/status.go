@@ -343,6 +343,9 @@ type statusDoc struct {
 	// null without an engine.
 	Memory *memoryStatus `json:"memory"`
 	Errors []errorEntry  `json:"errors"`
+	// Broken is why the engine runs nothing more (a forward pass
+	// panicked: engine.ErrBroken), "" while it works.
+	Broken string `json:"broken,omitempty"`
 }
 
 type modelStatus struct {
@@ -426,6 +429,10 @@ func (s *Server) statusJSON(w http.ResponseWriter, r *http.Request) {
 		}
 		doc.Device = newDeviceStatus(s.opt.Scheduler.Engine().Device())
 		doc.Memory = memoryStatusOf(s.opt.Scheduler)
+		if err := s.engineBroken(); err != nil {
+			doc.Broken = clientText(err.Error(), 300)
+			doc.Ready = false
+		}
 	}
 	if doc.Model.Path == "" {
 		doc.Model.Path = s.opt.ModelPath

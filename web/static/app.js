@@ -86,7 +86,7 @@ function rows(table, head, data) {
 }
 
 function render(s) {
-  set("uptime", "up " + duration(s.uptime_seconds) + (s.ready ? "" : " · not ready"));
+  set("uptime", "up " + duration(s.uptime_seconds) + (s.broken ? " · BROKEN: " + s.broken : s.ready ? "" : " · not ready"));
 
   // Power
   const p = s.power;
