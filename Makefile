@@ -72,9 +72,10 @@ test-arm64:
 		VK_DRIVER_FILES=$$R/lvp_icd.json EDGELLMD_REQUIRE_GPU=1 qemu-aarch64-static -cpu $(QEMU_CPU) ../../bin/gpu-arm64.test -test.v -test.run 'TestDevices|TestDispatch|TestModelStoriesLogits'
 
 # The committed SPIR-V is what engine/gpu/shaders/build.sh makes of the GLSL
-# (glslc; Debian: apt-get install glslc): every shader is compiled again into
-# a temporary folder and compared byte for byte.
-shaders-check:
+# (glslc; Debian: apt-get install glslc; the cooperative-matrix shaders with
+# the Mesa 26 root's glslc): every shader is compiled again into a temporary
+# folder and compared byte for byte.
+shaders-check: mesa26-root
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	OUT=$$out sh engine/gpu/shaders/build.sh || exit 1; \
 	bad=0; \
