@@ -102,6 +102,13 @@ type Device struct {
 	rec     *Recorder // the one recorder, reused
 	stage   *Buffer   // staging for uploads to and downloads from device-local memory
 	used    int64     // bytes of device memory in buffers made by this device
+	macs    MACs      // multiply-adds of the matrix products, by path
+
+	matmul string    // MatMulScalar or MatMulCoopMat (SetMatMul)
+	tiles  coopTiles // the cooperative-matrix path's tiles
+	// coopMin is the fewest vectors a product takes the cooperative-matrix
+	// path with (mmCoopMinVectors; tests lower it to run every row count).
+	coopMin int
 }
 
 // ParseSelector checks a device selector as config and flags take it:
@@ -176,8 +183,12 @@ func Open(sel string) (*Device, error) {
 	info.CoopMat = d.CoopMat.KHR && d.CoopMat.MemoryModel
 	info.CoopMat2 = info.CoopMat && d.CoopMat.NV2 && d.CoopMat.NV2Features[1] != 0
 	info.MatrixShapes = matrixShapes(d)
-	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}}
+	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}, coopMin: mmCoopMinVectors}
 	dev.rec = newRecorder(dev)
+	if err := dev.SetMatMul(MatMulAuto); err != nil { // auto never fails
+		dev.Close()
+		return nil, err
+	}
 	return dev, nil
 }
 

@@ -221,6 +221,22 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 	if kind != mmF32 {
 		r.Barrier()
 	}
+	macs := int64(n) * int64(w.Rows) * int64(w.Cols)
+	if t, ok := r.coopTile(w, kind, n); ok {
+		bm, bn := 4*t.M, 4*t.N
+		rgroups := (w.Rows + bm - 1) / bm
+		groups := rgroups * ((n + bn - 1) / bn)
+		spec := []uint32{uint32(4 * r.dev.info.SubgroupSize), uint32(t.M), uint32(t.N), uint32(t.K)}
+		name := "matmul_cm_half"
+		if kind == mmQ8 {
+			name = "matmul_cm_q8_0"
+		}
+		r.Dispatch(name, spec, Groups(groups),
+			[]uint32{uint32(w.Rows), cols, uint32(n), uint32(rgroups), uint32(groups), inOff, scaleOff, doff}, wb, in, db)
+		r.dev.countMACs(macs, true)
+		return nil
+	}
+	r.dev.countMACs(macs, false)
 
 	nv := min(n, mmMaxVectors)
 	for nv&(nv-1) != 0 { // 1, 2, 4 or 8: fewer pipelines
@@ -254,6 +270,25 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 	r.Dispatch(name, spec, Groups(groups),
 		[]uint32{uint32(w.Rows), cols, uint32(n), uint32(vgroups), uint32(groups), inOff, scaleOff, ioff, doff}, wb, in, db)
 	return nil
+}
+
+// coopTile is the tile of the cooperative-matrix shader that takes w's
+// product of n vectors converted as kind, if the device runs that path and
+// there is one: Q8_0 weights with Q8_0 activations (int8 tiles) and F16
+// weights (f16 tiles), for passes of mmCoopMinVectors vectors or more.
+// The other types (F32, BF16, NVFP4) run on the scalar shaders.
+func (r *Recorder) coopTile(w *Matrix, kind mmKind, n int) (tile, bool) {
+	d := r.dev
+	if d.matmul != MatMulCoopMat || n < d.coopMin {
+		return tile{}, false
+	}
+	switch {
+	case w.Type == tensor.Q8_0 && kind == mmQ8:
+		return d.tiles.i8, true
+	case w.Type == tensor.F16 && kind == mmHalf:
+		return d.tiles.f16, true
+	}
+	return tile{}, false
 }
 
 func mmBool(b bool) uint32 {

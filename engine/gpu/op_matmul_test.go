@@ -574,7 +574,13 @@ func mmBound(cols int, abs float64) float64 {
 }
 
 func TestMatMul(t *testing.T) {
+	// The scalar shaders, whatever auto picks on this device (the
+	// cooperative-matrix ones: TestMatMulCoopMat).
 	d := testDevice(t)
+	if err := d.SetMatMul(MatMulScalar); err != nil {
+		t.Fatal(err)
+	}
+	defer d.SetMatMul(MatMulAuto)
 	rng := rand.New(rand.NewPCG(7, 8))
 	type shape struct{ rows, cols int }
 	cases := []struct {

@@ -1,0 +1,215 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
+
+// The cooperative-matrix products (matmul_cm_*.comp) against the CPU
+// engine, with the tiles the driver lists (8×8×8 on lavapipe) and, through
+// VK_NV_cooperative_matrix2's flexible dimensions, the 16×16×16 tiles
+// NVIDIA GPUs list, on shapes that are no multiple of any tile.
+
+// coopDevice is the test device switched to the cooperative-matrix path
+// with tiles f16 and i8 (zero: the driver's own) for every row count; the
+// cleanup puts the device back on auto.
+func coopDevice(t *testing.T, f16, i8 tile) *Device {
+	t.Helper()
+	d := testDevice(t)
+	if !d.Info().CoopMat {
+		if requireCoopMat() {
+			t.Fatalf("EDGELLMD_REQUIRE_COOPMAT=1 and %s has no cooperative matrices", d.Info().Name)
+		}
+		t.Skipf("%s has no cooperative matrices (Mesa 26 lavapipe has: make gpu-test-mesa26)", d.Info().Name)
+	}
+	t.Cleanup(func() {
+		d.coopMin = mmCoopMinVectors
+		if err := d.SetMatMul(MatMulAuto); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := d.SetMatMul(MatMulCoopMat); err != nil {
+		t.Fatal(err)
+	}
+	if f16 != (tile{}) {
+		if err := d.setTiles(f16, i8); err != nil {
+			if requireCoopMat() {
+				t.Fatal(err)
+			}
+			t.Skip(err)
+		}
+	}
+	d.coopMin = 1
+	return d
+}
+
+// coopBound bounds |GPU-CPU| for a product of cols terms whose sum of
+// |terms| is abs: the tile products' order is the driver's (a float32 sum
+// of cols terms in any order, fused or not, is within cols·2^-24·abs of
+// the exact sum; the Q8_0 path adds cols/32 block terms, each rounded
+// twice), and the CPU's own order adds cols/4+48 roundings (mmBound).
+func coopBound(cols int, abs float64) float64 {
+	return float64(cols+cols/4+48)*0x1p-24*abs*1.01 + 1e-37
+}
+
+func TestMatMulCoopMat(t *testing.T) {
+	for _, tiles := range []struct {
+		name    string
+		f16, i8 tile
+	}{
+		{"driver's tiles", tile{}, tile{}},
+		{"16x16x16 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 16}},
+	} {
+		t.Run(tiles.name, func(t *testing.T) {
+			d := coopDevice(t, tiles.f16, tiles.i8)
+			t.Logf("%s: %s", d.Info().Name, d.CoopMatTiles())
+			rng := rand.New(rand.NewPCG(31, 8))
+			type shape struct{ rows, cols int }
+			for _, c := range []struct {
+				typ    tensor.DType
+				shapes []shape
+			}{
+				{tensor.Q8_0, []shape{{17, 64}, {255, 96}, {16, 32}, {3, 160}}},
+				{tensor.F16, []shape{{33, 37}, {16, 100}, {255, 64}, {1, 9}}},
+			} {
+				for _, sh := range c.shapes {
+					cpuM := mmMatrix(t, rng, c.typ, sh.rows, sh.cols)
+					w, err := d.UploadMatrix("w", cpuM)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wrow := make([]float32, sh.cols)
+					for _, n := range []int{1, 3, 16, 17, 255} {
+						name := fmt.Sprintf("%s %dx%d n=%d", c.typ, sh.rows, sh.cols, n)
+						x := mmVectors(rng, n, sh.cols)
+						before := d.MatMulMACs()
+						got, _ := mmGPU(t, d, w, x, n, 0, 0)
+						if m := d.MatMulMACs(); m.CoopMat-before.CoopMat != int64(n*sh.rows*sh.cols) || m.Scalar != before.Scalar {
+							t.Fatalf("%s: multiply-adds counted %+v -> %+v, want %d on the tensor cores", name, before, m, n*sh.rows*sh.cols)
+						}
+						want := mmCPU(cpuM, x, n, 0)
+						seen := mmSeen(cpuM, x, n, 0)
+						worst := 0.0
+						for r := 0; r < sh.rows; r++ {
+							if err := tensor.DequantizeRow(c.typ, wrow, cpuM.Data[r*w.RowBytes:(r+1)*w.RowBytes]); err != nil {
+								t.Fatal(err)
+							}
+							for v := 0; v < n; v++ {
+								var abs float64
+								for i, wv := range wrow {
+									abs += math.Abs(float64(wv) * seen[v*sh.cols+i])
+								}
+								g, e := got[v*sh.rows+r], want[v*sh.rows+r]
+								b := coopBound(sh.cols, abs)
+								worst = max(worst, math.Abs(float64(g)-float64(e))/b)
+								if !(math.Abs(float64(g)-float64(e)) <= b) {
+									t.Fatalf("%s: row %d vector %d: GPU %g, CPU %g: off by %g, bound %g", name, r, v, g, e, math.Abs(float64(g)-float64(e)), b)
+								}
+							}
+						}
+						// A vector's result does not depend on the others in its batch.
+						if n > 1 {
+							v := n - 1
+							one, _ := mmGPU(t, d, w, x[v*sh.cols:(v+1)*sh.cols], 1, 0, 0)
+							for r := range one {
+								if math.Float32bits(one[r]) != math.Float32bits(got[v*sh.rows+r]) {
+									t.Fatalf("%s: row %d vector %d: %g alone, %g in the batch", name, r, v, one[r], got[v*sh.rows+r])
+								}
+							}
+						}
+						if n == 255 {
+							t.Logf("%s: largest |GPU-CPU| %.3f of the bound", name, worst)
+						}
+					}
+					w.Free()
+				}
+			}
+		})
+	}
+}
+
+// TestMatMulCoopMatQ8Exact makes every float step of the Q8_0 product
+// exact (weight and activation block scales of 1, integer sums below
+// 2^24), so that the result is the integer sum itself: the tensor cores'
+// int8 products must give the CPU's bits exactly, on ragged shapes.
+func TestMatMulCoopMatQ8Exact(t *testing.T) {
+	for _, tiles := range []struct {
+		name    string
+		f16, i8 tile
+	}{
+		{"driver's tiles", tile{}, tile{}},
+		{"16x16x16 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 16}},
+	} {
+		t.Run(tiles.name, func(t *testing.T) {
+			d := coopDevice(t, tiles.f16, tiles.i8)
+			rng := rand.New(rand.NewPCG(5, 6))
+			for _, sh := range []struct{ rows, cols, n int }{{17, 96, 5}, {40, 256, 33}, {3, 512, 255}} {
+				const blockBytes = 34
+				nb := sh.cols / 32
+				data := make([]byte, sh.rows*nb*blockBytes)
+				for b := 0; b < sh.rows*nb; b++ {
+					binary.LittleEndian.PutUint16(data[b*blockBytes:], 0x3c00) // 1.0
+					for i := 0; i < 32; i++ {
+						data[b*blockBytes+2+i] = byte(int8(rng.IntN(255) - 127))
+					}
+				}
+				cpuM, err := tensor.NewMatrix(tensor.Q8_0, sh.rows, sh.cols, data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Integer activations with 127 somewhere in each block: the
+				// block scale is 127/127 and the quants are the values.
+				x := make([]float32, sh.n*sh.cols)
+				for i := range x {
+					x[i] = float32(rng.IntN(255) - 127)
+					if i%32 == 7 {
+						x[i] = 127 * float32(1-2*rng.IntN(2))
+					}
+				}
+				w, err := d.UploadMatrix("w", cpuM)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _ := mmGPU(t, d, w, x, sh.n, 0, 0)
+				want := mmCPU(cpuM, x, sh.n, 0)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) || want[i] != float32(int32(want[i])) {
+						t.Fatalf("%dx%d n=%d: output %d: GPU %g, CPU %g: the integer sums differ", sh.rows, sh.cols, sh.n, i, got[i], want[i])
+					}
+				}
+				w.Free()
+			}
+		})
+	}
+}
+
+func TestMatMulPath(t *testing.T) {
+	d := testDevice(t)
+	defer d.SetMatMul(MatMulAuto)
+	if err := ParseMatMul("tensor"); err == nil {
+		t.Error("ParseMatMul(tensor) accepted")
+	}
+	if err := d.SetMatMul(MatMulScalar); err != nil || d.MatMulPath() != MatMulScalar {
+		t.Fatalf("SetMatMul(scalar) = %v, path %s", err, d.MatMulPath())
+	}
+	if err := d.SetMatMul(MatMulAuto); err != nil {
+		t.Fatal(err)
+	}
+	want := MatMulScalar
+	if d.Info().CoopMat {
+		want = MatMulCoopMat
+	}
+	if d.MatMulPath() != want {
+		t.Errorf("auto on %s (cooperative_matrix %v) picked %s, want %s", d.Info().Name, d.Info().CoopMat, d.MatMulPath(), want)
+	}
+	err := d.SetMatMul(MatMulCoopMat)
+	if d.Info().CoopMat != (err == nil) {
+		t.Errorf("SetMatMul(coopmat) on a device with cooperative_matrix %v: %v", d.Info().CoopMat, err)
+	}
+	t.Logf("auto: %s %s; coopmat: %v", want, d.CoopMatTiles(), err)
+}
