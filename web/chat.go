@@ -358,7 +358,7 @@ func (s *Server) newPlan(param, text string, plain [][2]int, ids []int32, g genP
 		plan.sample.Seed = rand.Uint64()
 	}
 	for _, st := range g.Stop {
-		plan.stops = append(plan.stops, stopString{text: st})
+		plan.stops = append(plan.stops, stopString{text: st, client: true})
 	}
 	return plan, nil
 }

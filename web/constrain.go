@@ -169,7 +169,7 @@ func (m toolMarkup) argsGrammar(b *strings.Builder, i int, t toolDef) (string, e
 	param := fmt.Sprintf("tools[%d].function.parameters", i)
 	prefix := fmt.Sprintf("t%d-", i)
 	if !m.xml {
-		rules, root, err := grammar.SchemaToGBNF(t.params, prefix)
+		rules, root, err := toolSchemaGBNF(t.params, prefix)
 		if err != nil {
 			return "", grammarError(param, err)
 		}
@@ -206,7 +206,7 @@ func (m toolMarkup) argsGrammar(b *strings.Builder, i int, t toolDef) (string, e
 			if len(schema.Defs) > 0 {
 				sub = withDefs(p.schema, schema.Defs)
 			}
-			rules, vroot, err := grammar.SchemaToGBNF(sub, fmt.Sprintf("%sp%d-", prefix, j))
+			rules, vroot, err := toolSchemaGBNF(sub, fmt.Sprintf("%sp%d-", prefix, j))
 			if err != nil {
 				return "", grammarError(param+".properties."+p.name, err)
 			}
@@ -350,6 +350,24 @@ func notContaining(b *strings.Builder, name, w string) {
 // it is given), then, when more may follow, further calls each opened by
 // sep.
 func (m toolMarkup) toolGrammar(tools []toolDef, skip, sep string, many bool) (*grammar.Grammar, error) {
+	g, err := m.buildToolGrammar(tools, skip, sep, many, false)
+	if err != nil && strings.Contains(err.Error(), "too large") {
+		// Length bounds are expanded into repetitions: many of them
+		// (Claude Code's tools) make a grammar over the compiler's limit.
+		// Then they are left out (schemarelax.go).
+		g, err = m.buildToolGrammar(tools, skip, sep, many, true)
+	}
+	return g, err
+}
+
+func (m toolMarkup) buildToolGrammar(tools []toolDef, skip, sep string, many, dropLengths bool) (*grammar.Grammar, error) {
+	if dropLengths {
+		relaxed := make([]toolDef, len(tools))
+		for i, t := range tools {
+			relaxed[i] = toolDef{name: t.name, params: dropKeywords(t.params, lengthKeywords)}
+		}
+		tools = relaxed
+	}
 	var b strings.Builder
 	var alts, nextAlts []string
 	for i, t := range tools {

@@ -125,8 +125,18 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="edgellmd"`)
 	}
 	dropUnreadBody(w, r)
+	if rec := recordOf(r.Context()); rec != nil && rec.wire == wireAnthropic {
+		writeJSON(w, ae.Status, anthropicErrorBody(ae))
+		return
+	}
 	writeJSON(w, ae.Status, ae.body())
 }
+
+// The error shapes of the APIs served.
+const (
+	wireOpenAI uint8 = iota
+	wireAnthropic
+)
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	data, err := json.Marshal(v)

@@ -84,6 +84,8 @@ type genOutcome struct {
 	cachedTokens int    // prompt tokens the engine restored from its prefix cache
 	outputTokens int    // generated tokens, plus forced markup tokens
 	finish       string // "stop" or "length"; the caller turns "stop" into "tool_calls"
+	// stopSequence is the request's stop string that ended the text.
+	stopSequence string
 	firstToken   time.Time
 	lastToken    time.Time
 	timedTokens  int // tokens between firstToken and lastToken, inclusive
@@ -204,6 +206,9 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 		return out, err
 	}
 	out.finish = res.FinishReason
+	if m := dec.stops.matched; m != nil && m.client {
+		out.stopSequence = m.text
+	}
 	sink(dec.finish())
 	return out, nil
 }
@@ -262,6 +267,9 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 	}
 	out.outputTokens = len(res.Tokens)
 	out.finish = res.FinishReason
+	if m := dec.stops.matched; m != nil && m.client {
+		out.stopSequence = m.text
+	}
 	sink(dec.finish())
 	return nil, true, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/grammar"
 	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 // genParams are the generation settings shared by chat and text completions.
@@ -171,35 +172,12 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 		}
 		p.MaxTokens = *m.v
 	}
-	// OpenAI's default temperature is 1.
-	p.Sample.Temperature = 1
-	if f.Temperature != nil {
-		t := *f.Temperature
-		if math.IsNaN(t) || t < 0 || t > 2 {
-			return p, badRequest("temperature", "temperature must be in [0, 2], got %v", t)
-		}
-		p.Sample.Temperature = float32(t)
+	// The sampler's settings are validated where every API's are (engine/turn).
+	smp, seeded, err := turn.Sampling{Temperature: f.Temperature, TopP: f.TopP, TopK: f.TopK, Seed: f.Seed}.Params()
+	if err != nil {
+		return p, samplingError(err)
 	}
-	if f.TopP != nil {
-		tp := *f.TopP
-		if math.IsNaN(tp) || tp <= 0 || tp > 1 {
-			return p, badRequest("top_p", "top_p must be in (0, 1], got %v", tp)
-		}
-		p.Sample.TopP = float32(tp)
-	}
-	if f.TopK != nil {
-		switch k := *f.TopK; {
-		case k == -1: // vLLM's and llama.cpp's "no limit"
-		case k < 0:
-			return p, badRequest("top_k", "top_k must be -1 (no limit) or >= 0, got %d", k)
-		default:
-			p.Sample.TopK = k
-		}
-	}
-	if f.Seed != nil {
-		p.Sample.Seed = uint64(*f.Seed)
-		p.SeedGiven = true
-	}
+	p.Sample, p.SeedGiven = smp, seeded
 	if f.IgnoreEOS != nil {
 		p.IgnoreEOS = *f.IgnoreEOS
 	}
@@ -217,9 +195,6 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 	if p.Grammar, err = decodeConstraint(fields); err != nil {
 		return p, err
 	}
-	if err := p.Sample.Validate(); err != nil {
-		return p, badRequest("", "%v", err)
-	}
 	for k := range fields {
 		if !slices.Contains(genKnown, k) && !slices.Contains(known, k) {
 			p.Ignored = append(p.Ignored, k)
@@ -227,6 +202,15 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 	}
 	slices.Sort(p.Ignored)
 	return p, nil
+}
+
+// samplingError is a 400 naming the sampling field out of range.
+func samplingError(err error) error {
+	var fe *turn.FieldError
+	if errors.As(err, &fe) {
+		return badRequest(fe.Field, "%s", fe.Message)
+	}
+	return badRequest("", "%v", err)
 }
 
 // decodeShaping reads the penalties, logit_bias and logprobs. logprobs is

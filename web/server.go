@@ -77,6 +77,13 @@ type Options struct {
 	Status StatusSource
 	// Model describes the model file on the status page.
 	Model ModelInfo
+	// ResponsesStoreSize and ResponsesStoreTTL bound the Responses API's
+	// stored responses (previous_response_id, GET /v1/responses/{id}),
+	// kept in memory: the most recent ResponsesStoreSize, none older than
+	// ResponsesStoreTTL; <= 0 means DefaultResponsesStoreSize and
+	// DefaultResponsesStoreTTL.
+	ResponsesStoreSize int
+	ResponsesStoreTTL  time.Duration
 }
 
 // DefaultMaxBodyBytes is the body limit when Options.MaxBodyBytes is unset.
@@ -110,6 +117,7 @@ type Server struct {
 	// engine's queue, to the queue's own bound: a slow prompt waits its
 	// turn like a generation, or is refused like one.
 	tokenizing chan struct{}
+	stored     *responseStore // the Responses API's stored responses
 }
 
 // New builds the server and its routes.
@@ -149,7 +157,7 @@ func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSourc
 		return nil, err
 	}
 	s := &Server{opt: opt, log: opt.Log, source: src, tok: tok, ctxLen: ctxLen, tpl: opt.Template, created: time.Now().Unix(), started: time.Now(),
-		cors: cors, aliases: aliases}
+		cors: cors, aliases: aliases, stored: newResponseStore(opt.ResponsesStoreSize, opt.ResponsesStoreTTL)}
 	s.book.since = s.started
 	v := tok.Vocab()
 	for i := range v.Tokens {
@@ -211,6 +219,19 @@ func (s *Server) routes() {
 		post(prefix+"/chat/completions", s.ready(s.chatCompletions))
 		post(prefix+"/completions", s.ready(s.completions))
 	}
+	// Anthropic's Messages API (Claude Code) answers every error in its own
+	// shape, the key's and the media type's included.
+	for _, path := range []string{"/v1/messages", "/v1/messages/count_tokens"} {
+		h := s.messages
+		if strings.HasSuffix(path, "count_tokens") {
+			h = s.countTokens
+		}
+		r.Handle(path, s.cors.actual(anthropicRoute(s.requireKey(requireJSON(s.ready(h)))))).Methods(http.MethodPost)
+		r.Handle(path, s.cors.preflight([]string{http.MethodPost})).Methods(http.MethodOptions)
+	}
+	post("/v1/responses", s.ready(s.createResponse))
+	get("/v1/responses/{id}", s.getResponse)
+	api("/v1/responses/{id}", s.requireKey(http.HandlerFunc(s.deleteResponse)), http.MethodDelete)
 	post("/tokenize", s.tokenize)
 	post("/detokenize", s.detokenize)
 	post("/apply-template", s.applyTemplate)
@@ -298,6 +319,7 @@ type record struct {
 	ignored        []string
 	err            string
 	generation     bool   // a generation route: the token fields are logged
+	wire           uint8  // the API's error shape: wireOpenAI or wireAnthropic
 	promptParam    string // the field holding its prompt: messages or prompt
 }
 

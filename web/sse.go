@@ -79,16 +79,40 @@ func startSSE(w http.ResponseWriter) *sseWriter {
 	return s
 }
 
+// namedEvent is an event with an "event:" line, as the Anthropic and
+// OpenAI Responses streams name each event by its type.
+type namedEvent struct {
+	name string
+	data any
+}
+
+// event writes v as one event; a namedEvent gets its name line, and a
+// []any is written as its events in turn.
 func (s *sseWriter) event(v any) {
 	if s.err != nil {
 		return
+	}
+	var name string
+	switch e := v.(type) {
+	case []any:
+		for _, x := range e {
+			s.event(x)
+		}
+		return
+	case namedEvent:
+		name, v = e.name, e.data
 	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		s.err = err
 		return
 	}
-	buf := make([]byte, 0, len(data)+8)
+	buf := make([]byte, 0, len(data)+len(name)+16)
+	if name != "" {
+		buf = append(buf, "event: "...)
+		buf = append(buf, name...)
+		buf = append(buf, '\n')
+	}
 	buf = append(buf, "data: "...)
 	buf = append(buf, data...)
 	buf = append(buf, "\n\n"...)
@@ -115,8 +139,14 @@ func (s *sseWriter) flush() {
 // streamFormat makes the SSE chunks of one streamed response.
 type streamFormat struct {
 	first func() any                                       // the chunk that opens the stream, or nil
-	delta func(chat.Delta) any                             // the chunk of one delta
+	delta func(chat.Delta) any                             // the chunk of one delta ([]any: several)
 	end   func(out genOutcome) (finish string, last []any) // the closing chunks
+	// fail gives the events of an error after the stream began; nil: the
+	// OpenAI error body as a data line.
+	fail func(ae *apiError) []any
+	// noDone leaves out OpenAI's closing "data: [DONE]" (the Anthropic
+	// and Responses streams end with their own last event).
+	noDone bool
 }
 
 // stream runs the generation and writes its deltas as server-sent events
@@ -172,8 +202,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, plan *genPlan, f
 		}
 		ae := toAPIError(r.Context(), genErr)
 		rec.err = ae.Message
-		sse.event(ae.body())
-		sse.done()
+		if f.fail != nil {
+			sse.event(f.fail(ae))
+		} else {
+			sse.event(ae.body())
+		}
+		if !f.noDone {
+			sse.done()
+		}
 		return
 	}
 	begin()
@@ -182,7 +218,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, plan *genPlan, f
 	for _, c := range last {
 		sse.event(c)
 	}
-	sse.done()
+	if !f.noDone {
+		sse.done()
+	}
 	if sse.err != nil {
 		rec.err = "writing the stream: " + sse.err.Error()
 	}

@@ -103,13 +103,17 @@ func incompleteTail(b []byte) int {
 type stopString struct {
 	text string
 	keep bool
+	// client: one of the request's stop strings (Anthropic's stop_sequence
+	// names it), not the server's own.
+	client bool
 }
 
 // stopMatcher finds stop strings across pieces of text, holding back a
 // tail that may be the start of one.
 type stopMatcher struct {
-	stops []stopString
-	held  string
+	stops   []stopString
+	held    string
+	matched *stopString // the stop string that ended the text
 }
 
 // push adds text and returns what can be passed on; stop reports a match
@@ -128,6 +132,7 @@ func (m *stopMatcher) push(s string) (out string, stop bool) {
 	}
 	if at >= 0 {
 		m.held = ""
+		m.matched = &m.stops[which]
 		if m.stops[which].keep {
 			return buf[:at+len(m.stops[which].text)], true
 		}
