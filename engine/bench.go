@@ -27,6 +27,11 @@ type SpeedRun struct {
 	DecodeStepMS  float64 `json:"decode_step_ms"`
 	PrefillPassMS float64 `json:"prefill_pass_ms"`
 	PrefillPasses int     `json:"prefill_passes"`
+	// PrefillTensorCoreShare is the share of the prefill's matrix-product
+	// multiply-adds that ran on cooperative matrices (tensor cores; GPU
+	// only, 0 on the scalar path). Attention and the DeltaNet recurrence
+	// run on scalar shaders and are not counted.
+	PrefillTensorCoreShare float64 `json:"prefill_tensor_core_share"`
 }
 
 // weightBytesPerToken sums the tensor bytes a decode step reads.
@@ -79,11 +84,15 @@ func (e *Engine) MeasureSpeed(ctx context.Context, nPrompt, nGen int) (SpeedRun,
 	}
 	defer e.release(q)
 	q.sequence()
+	coop0, scalar0 := e.MatMulMACs()
 	t0 := time.Now()
 	if err := q.prefill(ctx, prompt, nil, nil); err != nil {
 		return run, err
 	}
 	prefill := time.Since(t0)
+	if coop1, scalar1 := e.MatMulMACs(); coop1+scalar1 > coop0+scalar0 {
+		run.PrefillTensorCoreShare = float64(coop1-coop0) / float64(coop1-coop0+scalar1-scalar0)
+	}
 	one := []int32{prompt[0]}
 	var tFirst time.Time
 	for i := 0; i < nGen; i++ {

@@ -39,6 +39,16 @@ type DeviceInfo struct {
 	MaxBufferBytes int64
 	// Note says why `auto` runs on the CPU: no GPU ("" otherwise).
 	Note string
+	// MatMul is how the GPU multiplies passes of several rows: "scalar" or
+	// "coopmat" (cooperative matrices: tensor cores), with MatMulTiles the
+	// tile shapes of the latter ("" on the CPU). CoopMat says whether the
+	// device has cooperative matrices at all.
+	MatMul      string
+	MatMulTiles string
+	CoopMat     bool
+	// WeightsInPlace: the weight matrices are the mapped file's pages,
+	// imported into the device (integrated GPUs), not copies.
+	WeightsInPlace bool
 }
 
 // DeviceError is a device that was asked for by name (gpu, gpu:N, or a
@@ -60,6 +70,9 @@ func (e *DeviceError) Unwrap() error { return e.Err }
 // "auto", "cpu", "gpu" or "gpu:N".
 func ParseDevice(s string) error { return gpu.ParseSelector(s) }
 
+// ParseGPUMatMul checks a model.gpu_matmul value: auto, scalar or coopmat.
+func ParseGPUMatMul(s string) error { return gpu.ParseMatMul(s) }
+
 // placed is a model on its device: the CPU model itself, or its GPU twin
 // with the device it lives on.
 type placed struct {
@@ -73,7 +86,7 @@ type placed struct {
 // and stays on the CPU, saying why in the log and in Note, when there is
 // none; "gpu", "gpu:N", and "auto" with a GPU present, move it or fail with
 // a DeviceError naming what is missing.
-func place(sel string, f *gguf.File, cpu model.Model, act tensor.NVFP4Activations, log zerolog.Logger) (placed, error) {
+func place(sel, matmul string, f *gguf.File, cpu model.Model, act tensor.NVFP4Activations, log zerolog.Logger) (placed, error) {
 	onCPU := placed{m: cpu, info: DeviceInfo{Engine: EngineCPU, Selector: "cpu", Name: cpuName()}}
 	switch sel {
 	case "", "cpu":
@@ -95,7 +108,7 @@ func place(sel string, f *gguf.File, cpu model.Model, act tensor.NVFP4Activation
 			log.Info().Str("device", "auto").Str("reason", onCPU.info.Note).Msg("running on the CPU")
 			return onCPU, nil
 		}
-		p, err := onGPU("gpu", f, cpu, act)
+		p, err := onGPU("gpu", matmul, f, cpu, act)
 		if err != nil {
 			// A GPU is there: running beside it on the CPU would be the
 			// silent slow path the operator did not choose.
@@ -107,19 +120,26 @@ func place(sel string, f *gguf.File, cpu model.Model, act tensor.NVFP4Activation
 	if err := gpu.ParseSelector(sel); err != nil {
 		return placed{}, &DeviceError{Selector: sel, Err: err}
 	}
-	p, err := onGPU(sel, f, cpu, act)
+	p, err := onGPU(sel, matmul, f, cpu, act)
 	if err != nil {
 		return placed{}, &DeviceError{Selector: sel, Err: err}
 	}
 	return p, nil
 }
 
-func onGPU(sel string, f *gguf.File, cpu model.Model, act tensor.NVFP4Activations) (placed, error) {
+func onGPU(sel, matmul string, f *gguf.File, cpu model.Model, act tensor.NVFP4Activations) (placed, error) {
+	if matmul == "" {
+		matmul = gpu.MatMulAuto
+	}
 	if err := model.CheckTypes(f, "the GPU engine", gpuRuns, gpu.WeightTypes()+" for matrices (vectors of any type the CPU engine reads)"); err != nil {
 		return placed{}, err
 	}
 	dev, err := gpu.Open(sel)
 	if err != nil {
+		return placed{}, err
+	}
+	if err := dev.SetMatMul(matmul); err != nil {
+		dev.Close()
 		return placed{}, err
 	}
 	m, err := gpu.Load(dev, cpu, act)
@@ -128,8 +148,14 @@ func onGPU(sel string, f *gguf.File, cpu model.Model, act tensor.NVFP4Activation
 		return placed{}, err
 	}
 	in := dev.Info()
-	return placed{m: m, dev: dev, info: DeviceInfo{Engine: EngineVulkan, Selector: sel, Name: in.Name, Kind: string(in.Kind),
-		API: in.API, Driver: in.Driver, MemoryTotalBytes: int64(in.MemoryBytes), MaxBufferBytes: int64(in.MaxBuffer)}}, nil
+	info := DeviceInfo{Engine: EngineVulkan, Selector: sel, Name: in.Name, Kind: string(in.Kind),
+		API: in.API, Driver: in.Driver, MemoryTotalBytes: int64(in.MemoryBytes), MaxBufferBytes: int64(in.MaxBuffer),
+		MatMul: dev.MatMulPath(), MatMulTiles: dev.CoopMatTiles(), CoopMat: in.CoopMat}
+	if w, ok := m.(interface{ WeightsInPlace() (int, int) }); ok {
+		imported, copied := w.WeightsInPlace()
+		info.WeightsInPlace = imported > 0 && copied == 0
+	}
+	return placed{m: m, dev: dev, info: info}, nil
 }
 
 // gpuRuns says whether the GPU engine runs tensor t: vectors (norms,
@@ -158,6 +184,17 @@ func (p *placed) close() {
 	}
 	p.dev.Close()
 	p.dev = nil
+}
+
+// MatMulMACs is the multiply-adds of the GPU's matrix products since the
+// engine started, on cooperative matrices (tensor cores) and on the scalar
+// shaders; zeros on the CPU.
+func (e *Engine) MatMulMACs() (coopMat, scalar int64) {
+	if e.placed.dev == nil {
+		return 0, 0
+	}
+	m := e.placed.dev.MatMulMACs()
+	return m.CoopMat, m.Scalar
 }
 
 // Device says what the engine runs on, with the device memory in use now.

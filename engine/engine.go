@@ -46,6 +46,11 @@ type Options struct {
 	// real GPU when there is one and the model runs on it, else the CPU.
 	// A GPU asked for by name that cannot be used is a *DeviceError.
 	Device string
+	// GPUMatMul is how a GPU multiplies passes of several rows (prefill
+	// chunks, verify trees): "auto" or "" (cooperative matrices, the tensor
+	// cores, where the device has them; the scalar shaders elsewhere),
+	// "scalar", or "coopmat" (an error on a device without them).
+	GPUMatMul string
 	// MaxSequences is how many generations run at once, their steps in
 	// shared forward passes (<= 0: DefaultMaxSequences).
 	MaxSequences int
@@ -255,7 +260,7 @@ func Load(path string, opt Options) (*Engine, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	cpuModel := m
-	pl, err := place(opt.Device, f, m, opt.Activations, opt.Log) // errors are *DeviceError
+	pl, err := place(opt.Device, opt.GPUMatMul, f, m, opt.Activations, opt.Log) // errors are *DeviceError
 	if err != nil {
 		pool.Close()
 		if de, ok := err.(*DeviceError); ok {

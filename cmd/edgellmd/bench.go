@@ -61,6 +61,14 @@ type benchLine struct {
 	DeviceMemoryUsedMiB float64 `json:"device_memory_used_mib,omitempty"`
 	CopyGBs             float64 `json:"copy_gb_s,omitempty"`
 	DecodeOfCopy        float64 `json:"decode_of_copy,omitempty"`
+	// The GPU's matrix path (scalar or coopmat, with its tiles), the share
+	// of the prefill's matrix-product multiply-adds done on tensor cores,
+	// and whether the weights are the mapped file's pages (imported, not
+	// copied).
+	MatMul                 string  `json:"gpu_matmul,omitempty"`
+	MatMulTiles            string  `json:"gpu_matmul_tiles,omitempty"`
+	PrefillTensorCoreShare float64 `json:"prefill_tensor_core_share"`
+	WeightsInPlace         bool    `json:"weights_in_place"`
 }
 
 // residentMiB reads RssAnon and RssFile of this process (Linux; zero elsewhere).
@@ -127,6 +135,9 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 			fmt.Fprintf(stdout, "; %s", dev.Note)
 		}
 		fmt.Fprintln(stdout, ")")
+		if dev.Engine != engine.EngineCPU {
+			fmt.Fprintf(stdout, "matrix products: %s %s; weights in place: %v\n", dev.MatMul, dev.MatMulTiles, dev.WeightsInPlace)
+		}
 		if copyGBs > 0 {
 			fmt.Fprintf(stdout, "device copy bandwidth: %.1f GB/s (read + write)\n", copyGBs)
 		}
@@ -143,6 +154,8 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 			Engine: dev.Engine, Device: dev.Name, Driver: dev.Driver}
 		if dev.Engine != engine.EngineCPU {
 			line.DeviceMemoryUsedMiB = round2(float64(e.Device().MemoryUsedBytes) / (1 << 20))
+			line.MatMul, line.MatMulTiles, line.WeightsInPlace = dev.MatMul, dev.MatMulTiles, dev.WeightsInPlace
+			line.PrefillTensorCoreShare = roundSig3(run.PrefillTensorCoreShare)
 			line.CopyGBs = round2(copyGBs)
 			if copyGBs > 0 {
 				line.DecodeOfCopy = roundSig3(run.DecodeGBs / copyGBs)
@@ -163,7 +176,7 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 		}
 		fmt.Fprintf(stdout, " (%d threads; resident %.1f MiB anonymous, %.1f MiB mapped file", line.Threads, line.RSSAnonMiB, line.RSSFileMiB)
 		if dev.Engine != engine.EngineCPU {
-			fmt.Fprintf(stdout, "; %.1f MiB of device memory", line.DeviceMemoryUsedMiB)
+			fmt.Fprintf(stdout, "; %.1f MiB of device memory; %.3g of the prefill's multiply-adds on tensor cores", line.DeviceMemoryUsedMiB, line.PrefillTensorCoreShare)
 		}
 		fmt.Fprintln(stdout, ")")
 	}

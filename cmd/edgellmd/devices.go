@@ -42,7 +42,13 @@ type deviceLine struct {
 	IntDot      bool   `json:"integer_dot_product"`
 	HostImport  bool   `json:"host_import"`
 	Subgroup    int    `json:"subgroup_size,omitempty"`
-	OpenError   string `json:"open_error,omitempty"` // why edgellmd cannot use it
+	// Cooperative matrices (tensor cores): VK_KHR_cooperative_matrix
+	// usable, VK_NV_cooperative_matrix2's flexible dimensions, and the
+	// tiles both list.
+	CoopMat      bool              `json:"cooperative_matrix"`
+	CoopMat2     bool              `json:"cooperative_matrix2"`
+	MatrixShapes []gpu.MatrixShape `json:"cooperative_matrix_shapes,omitempty"`
+	OpenError    string            `json:"open_error,omitempty"` // why edgellmd cannot use it
 }
 
 type devicesDoc struct {
@@ -105,6 +111,7 @@ func listDevices(vk vulkan) devicesDoc {
 			l.OpenError = err.Error()
 		} else {
 			l.Driver, l.MaxBuffer, l.IntDot, l.HostImport, l.Subgroup = o.Driver, o.MaxBuffer, o.IntDot, o.HostImport, o.SubgroupSize
+			l.CoopMat, l.CoopMat2, l.MatrixShapes = o.CoopMat, o.CoopMat2, o.MatrixShapes
 		}
 		doc.Devices = append(doc.Devices, l)
 	}
@@ -135,6 +142,10 @@ func writeDevices(w io.Writer, doc devicesDoc) {
 		}
 		fmt.Fprintf(w, "         driver %s; largest tensor per binding %s; integer dot product %s; host memory import %s; subgroup %d\n",
 			d.Driver, mib(d.MaxBuffer), yesNo(d.IntDot), yesNo(d.HostImport), d.Subgroup)
+		fmt.Fprintf(w, "         cooperative matrices (tensor cores) %s; NV cooperative matrix 2 flexible dimensions %s\n", yesNo(d.CoopMat), yesNo(d.CoopMat2))
+		for _, s := range d.MatrixShapes {
+			fmt.Fprintf(w, "           %s\n", s)
+		}
 	}
 	switch {
 	case doc.GPU != "":

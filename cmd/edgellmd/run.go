@@ -26,6 +26,7 @@ type engineFlags struct {
 	draft   speculative.Config
 	drafter string
 	device  string
+	matmul  string
 }
 
 func (f *engineFlags) register(fs interface {
@@ -38,6 +39,7 @@ func (f *engineFlags) register(fs interface {
 	fs.StringVar(&f.act, "activations", "q8", "activations against NVFP4 weights: q8 (W4A8, as llama.cpp), f32 (W4A16) or nvfp4 (W4A4)")
 	fs.IntVar(&f.ctx, "ctx", 0, "context length in tokens (0 = the model's)")
 	fs.StringVar(&f.device, "device", "auto", deviceUsage)
+	fs.StringVar(&f.matmul, "gpu-matmul", "auto", "how a GPU multiplies prefill chunks and verify trees: auto (cooperative matrices, the tensor cores, where the device has them), scalar or coopmat (an error without them)")
 	def := speculative.DefaultConfig()
 	fs.StringVar(&f.draft.Mode, "draft", def.Mode, "speculative decoding: off, linear or tree")
 	fs.IntVar(&f.draft.Steps, "draft-steps", def.Steps, "draft depth")
@@ -70,8 +72,11 @@ func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
 	if err := engine.ParseDevice(f.device); err != nil {
 		return nil, fmt.Errorf("%w: --device: %v", errUsage, err)
 	}
+	if err := engine.ParseGPUMatMul(f.matmul); err != nil {
+		return nil, fmt.Errorf("%w: --gpu-matmul: %v", errUsage, err)
+	}
 	return engine.Load(f.model, engine.Options{Threads: f.threads, KVType: kv, Activations: act, ContextLen: f.ctx, Draft: f.draft,
-		Device: f.device, Log: log})
+		Device: f.device, GPUMatMul: f.matmul, Log: log})
 }
 
 // deviceUsage is the --device flag's help, the same for every command.
