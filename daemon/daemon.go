@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -75,6 +74,7 @@ type Daemon struct {
 	status     atomic.Pointer[string] // the STATUS= line in force
 	reloadMu   sync.Mutex             // one reload at a time
 	hadFile    bool                   // a config file was read (guarded by reloadMu): its removal is refused, not read as "defaults"
+	sections   []string               // the top-level sections of the file in force (guarded by reloadMu)
 	lastReload atomic.Pointer[ReloadStatus]
 	powerKick  chan struct{} // power settings changed: restart the power watch
 
@@ -126,11 +126,11 @@ func newDaemon(opts Options, defaultPath string) (*Daemon, error) {
 	if d.opts.LogOutput == nil {
 		d.opts.LogOutput = os.Stdout
 	}
-	cfg, fromFile, err := d.readConfig(!d.explicit)
+	cfg, data, fromFile, err := d.readConfigFile(!d.explicit, false)
 	if err != nil {
 		return nil, err
 	}
-	d.hadFile = fromFile
+	d.hadFile, d.sections = fromFile, fileSections(data)
 	log, level, err := NewSwitchableLogger(d.opts.LogOutput, cfg.Log.Format, cfg.Log.Level)
 	if err != nil {
 		return nil, err
@@ -146,39 +146,36 @@ func newDaemon(opts Options, defaultPath string) (*Daemon, error) {
 	return d, nil
 }
 
-// readConfig reads the file (or the defaults when the file is absent and
-// allowMissing), applies the flags and validates.
-func (d *Daemon) readConfig(allowMissing bool) (Config, bool, error) {
-	return d.readConfigFile(allowMissing, false)
-}
-
-// readConfigFile is readConfig; reload asks for a file that has stopped
+// readConfigFile reads the file (or the defaults when the file is absent
+// and allowMissing), applies the flags and validates; it returns the file's
+// text too (nil for the defaults). reload asks for a file that has stopped
 // changing and is not empty (settledConfig).
-func (d *Daemon) readConfigFile(allowMissing, reload bool) (Config, bool, error) {
+func (d *Daemon) readConfigFile(allowMissing, reload bool) (Config, []byte, bool, error) {
 	var cfg Config
+	var data []byte
 	var err error
 	if reload {
-		var data []byte
-		if data, err = settledConfig(d.configPath); err == nil {
-			cfg, err = ParseConfig(d.configPath, data)
-		}
-	} else {
-		cfg, err = LoadConfig(d.configPath)
+		data, err = settledConfig(d.configPath)
+	} else if data, err = os.ReadFile(d.configPath); err != nil {
+		err = fmt.Errorf("config: %w", err)
+	}
+	if err == nil {
+		cfg, err = ParseConfig(d.configPath, data)
 	}
 	fromFile := err == nil
 	if errors.Is(err, fs.ErrNotExist) && allowMissing {
-		cfg, err = DefaultConfig(), nil
+		cfg, data, err = DefaultConfig(), nil, nil
 	}
 	if err != nil {
-		return Config{}, false, err
+		return Config{}, nil, false, err
 	}
 	if d.opts.Override != nil {
 		d.opts.Override(&cfg)
 		if err := cfg.Validate(); err != nil {
-			return Config{}, false, fmt.Errorf("after command-line flags: %w", err)
+			return Config{}, nil, false, fmt.Errorf("after command-line flags: %w", err)
 		}
 	}
-	return cfg, fromFile, nil
+	return cfg, data, fromFile, nil
 }
 
 // Config returns a copy of the configuration in force.
@@ -273,7 +270,7 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 			debounce = DefaultConfigDebounce
 		}
 		cw := configWatch{path: d.configPath, debounce: debounce, log: d.log,
-			changed: func() { _ = d.Reload() }} // logged and kept for the status page
+			changed: func() { _ = d.reload(false) }} // logged and kept for the status page
 		if run := cw.start(); run != nil {
 			g.Go(func() error { run(bgCtx); return nil })
 		}
@@ -556,7 +553,7 @@ func (d *Daemon) installEngine(res loadResult) {
 	if !reflect.DeepEqual(cfg.Draft, res.draft) {
 		if err := res.eng.SetDraft(speculativeConfig(cfg.Draft)); err != nil {
 			err = fmt.Errorf("%s: %w", d.configPath, err)
-			d.log.Error().Err(err).Msg("draft parameters of a reload during loading refused: keeping those of the start")
+			d.log.Warn().Err(err).Msg("draft parameters of a reload during loading refused: keeping those of the start")
 			cfg.Draft = res.draft
 			d.cfg.Store(&cfg)
 			d.lastReload.Store(&ReloadStatus{At: time.Now(), Err: err.Error()})
@@ -700,93 +697,6 @@ func (d *Daemon) setStatus(s string, with ...string) {
 	d.sd.send(append(with, "STATUS="+s)...)
 }
 
-// Reload re-reads the config file and applies what can change live: draft
-// (handed to the engine, which uses it from the next request on), power and
-// log.level. A file with an error, or one that is gone, leaves the running
-// config in place; the error (naming the key) is logged, returned and kept
-// in LastReload until a reload succeeds. Changed keys that need a restart
-// (listen, model, cache, api, log.format) are reported, not applied. SIGHUP
-// and the config-file watcher both come here; reloads are serialised.
-func (d *Daemon) Reload() error {
-	d.reloadMu.Lock()
-	defer d.reloadMu.Unlock()
-	notify := d.state.Load() == stateReady // READY=1 before startup finished would end it early
-	if notify {
-		d.sd.send(reloading()...)
-	}
-	st := &ReloadStatus{At: time.Now()}
-	cur := d.Config()
-	next, fromFile, err := d.readConfigFile(!d.explicit && !d.hadFile, true)
-	if errors.Is(err, fs.ErrNotExist) {
-		err = fmt.Errorf("%s was removed or renamed: the running configuration stays in force until the file is back (%w)", d.configPath, fs.ErrNotExist)
-	}
-	var changed []string
-	if err == nil {
-		changed = configDiff(cur, next)
-		// The engine may refuse parameters its model cannot draft with: then
-		// nothing of this file is applied.
-		if eng := d.eng.Load(); eng != nil && slices.ContainsFunc(changed, func(k string) bool { return strings.HasPrefix(k, "draft.") }) {
-			if serr := eng.SetDraft(speculativeConfig(next.Draft)); serr != nil {
-				err = fmt.Errorf("%s: %w", d.configPath, serr)
-			}
-		}
-	}
-	if err != nil {
-		st.Err = err.Error()
-		d.lastReload.Store(st)
-		d.log.Error().Err(err).Msg("config reload refused: the running config stays in force")
-		if notify {
-			d.sd.send(sd.SdNotifyReady, "STATUS="+*d.status.Load()+"; config reload failed: "+firstLine(st.Err))
-		}
-		return err
-	}
-	d.hadFile = d.hadFile || fromFile
-	applied := cur
-	for _, key := range changed {
-		if reloadable(key) {
-			st.Applied = append(st.Applied, key)
-		} else {
-			st.RestartRequired = append(st.RestartRequired, key)
-		}
-	}
-	applied.Draft = next.Draft
-	applied.Power = next.Power
-	applied.Log.Level = next.Log.Level
-	d.cfg.Store(&applied)
-	if applied.Log.Level != cur.Log.Level {
-		_ = d.level.Set(applied.Log.Level) // validated
-	}
-	if applied.Power != cur.Power {
-		select {
-		case d.powerKick <- struct{}{}:
-		default:
-		}
-	}
-	d.lastReload.Store(st)
-	ev := d.log.Info()
-	if len(st.RestartRequired) > 0 {
-		ev = d.log.Warn()
-	}
-	ev.Strs("applied", st.Applied).Strs("restart_required", st.RestartRequired).
-		Dict("draft", zerolog.Dict().Str("mode", applied.Draft.Mode).Int("steps", applied.Draft.Steps).
-			Int("top_k", applied.Draft.TopK).Int("verify_nodes", applied.Draft.VerifyNodes).
-			Strs("drafters", applied.Draft.Drafters)).Msg("config reloaded")
-	if notify {
-		d.sd.send(sd.SdNotifyReady, "STATUS="+*d.status.Load())
-	}
-	return nil
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
-// reloadable says whether a changed key takes effect without a restart.
-func reloadable(key string) bool {
-	return strings.HasPrefix(key, "draft.") || strings.HasPrefix(key, "power.") || key == "log.level"
-}
-
 // watchPower runs the power-mode watch with the power settings in force,
 // restarting it when a reload changes them, until ctx ends.
 func (d *Daemon) watchPower(ctx context.Context) {
@@ -825,54 +735,4 @@ type warnWriter struct{ log zerolog.Logger }
 func (w warnWriter) Write(p []byte) (int, error) {
 	w.log.Warn().Str("component", "http").Msg(strings.TrimSpace(string(p)))
 	return len(p), nil
-}
-
-// configSettle and configSettleTries: a reload reads the config file until
-// two reads configSettle apart agree, at most configSettleTries times. An
-// editor that writes in place, or a copy caught midway, shows a half file
-// that a reload would otherwise apply, with defaults for the missing keys.
-const (
-	configSettle      = 100 * time.Millisecond
-	configSettleTries = 20
-)
-
-// settledConfig reads the config file once it has stopped changing, and
-// refuses one with no settings in it (emptied or truncated): applying it
-// would reset every setting to its default, power.pin included.
-func settledConfig(path string) ([]byte, error) {
-	prev, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	for i := 0; ; i++ {
-		// Waiting here is for another program to finish writing the file,
-		// which nothing signals.
-		time.Sleep(configSettle)
-		cur, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("config: %w", err)
-		}
-		if bytes.Equal(cur, prev) {
-			break
-		}
-		if i == configSettleTries {
-			return nil, fmt.Errorf("%s kept changing for %s: not applied; the next reload (or the file watcher, once it settles) tries again", path, configSettle*configSettleTries)
-		}
-		prev = cur
-	}
-	if !hasSettings(prev) {
-		return nil, fmt.Errorf("%s is empty (no settings, only blanks or comments): not applied, since it would reset every setting to its default; restore the file, or write the settings you want", path)
-	}
-	return prev, nil
-}
-
-// hasSettings reports whether YAML text has a line that is not blank or a
-// comment.
-func hasSettings(data []byte) bool {
-	for _, line := range strings.Split(string(data), "\n") {
-		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") && t != "---" {
-			return true
-		}
-	}
-	return false
 }

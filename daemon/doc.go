@@ -19,10 +19,13 @@
 //     only while the engine worker beats, so a stuck worker gets us
 //     restarted; and the Jetson power-mode watch (package power).
 //
-// Reload: SIGHUP, or an edit of the config file (a watch on its directory
-// with fsnotify, so that editors' rename-over saves are seen, debounced
-// because a save can arrive in pieces), re-reads and validates the whole
-// file (RELOADING=1 + MONOTONIC_USEC, then READY=1). draft (handed to the
+// Reload: SIGHUP, or an edit of the config file (an inotify watch on its
+// directory, so that editors' rename-over saves are seen; a file written in
+// place counts once its writer has closed it and it then stayed unchanged
+// for a quiet period, so a half-written file is never read; a file that
+// lacks whole sections the file in force had is refused unless reloaded on
+// purpose with SIGHUP; docs/design/config-reload.md), re-reads and validates
+// the whole file (RELOADING=1 + MONOTONIC_USEC, then READY=1). draft (handed to the
 // engine: it applies from the next request on), power and log.level apply
 // live; other changed keys are reported as needing a restart, never half
 // applied; a bad or vanished file leaves the running config in force.

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"github.com/rs/zerolog"
 
 	"github.com/edgellmd/edgellmd/engine/speculative"
@@ -73,7 +72,7 @@ func TestConfigWatchSeesTheFileOnly(t *testing.T) {
 	writeConfig(t, path, "first\n")
 
 	var mu sync.Mutex
-	var accepted []fsnotify.Event
+	var accepted []fileEvent
 	reads := make(chan string, 64)
 	const debounce = 300 * time.Millisecond
 	cw := configWatch{path: path, debounce: debounce, log: zerolog.Nop(),
@@ -85,7 +84,7 @@ func TestConfigWatchSeesTheFileOnly(t *testing.T) {
 			}
 			reads <- string(b)
 		},
-		accepted: func(ev fsnotify.Event) {
+		accepted: func(ev fileEvent) {
 			mu.Lock()
 			defer mu.Unlock()
 			accepted = append(accepted, ev)
@@ -569,4 +568,204 @@ func TestConfigWatchRelativePath(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("an edit of a config file named relative to the working directory was not seen")
 	}
+}
+
+// startWatch runs a configWatch on path with the default quiet period; each
+// call of changed sends what the file held at that moment.
+func startWatch(t *testing.T, path string) <-chan string {
+	t.Helper()
+	reads := make(chan string, 64)
+	cw := configWatch{path: path, debounce: DefaultConfigDebounce, log: zerolog.Nop(),
+		changed: func() {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				reads <- "<gone>"
+				return
+			}
+			reads <- string(b)
+		}}
+	run := cw.start()
+	if run == nil {
+		t.Fatal("the watch did not start")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return reads
+}
+
+// A writer that pauses mid-file for longer than the quiet period (an editor
+// that writes in place, `cat > file` fed slowly, a script) is never seen
+// half: the watch waits for the writer to close the file, however long it
+// pauses, whether it rewrites the file in place or creates it anew.
+func TestConfigWatchNeverHalfWritten(t *testing.T) {
+	whole := "listen: 127.0.0.1:8001\ndraft:\n  mode: tree\n  steps: 6\npower:\n  pin: 15W\n"
+	cut := strings.Index(whole, "draft:")
+	for _, c := range []struct {
+		name string
+		flag int
+		gone bool // the file is removed first: the writer creates it
+	}{
+		{"in place", os.O_WRONLY | os.O_TRUNC, false},
+		{"created", os.O_WRONLY | os.O_CREATE | os.O_EXCL, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "edgellmd.yaml")
+			writeConfig(t, path, "listen: 127.0.0.1:8000\n")
+			reads := startWatch(t, path)
+			if c.gone {
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+				// The removal is a change of its own: let it be seen first.
+				select {
+				case got := <-reads:
+					if got != "<gone>" {
+						t.Fatalf("after the removal the watch read %q", got)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the removal not seen")
+				}
+			}
+			f, err := os.OpenFile(path, c.flag, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString(whole[:cut]); err != nil {
+				t.Fatal(err)
+			}
+			// The pause is the scenario: four quiet periods with the file
+			// half written and still open.
+			pause := time.After(4 * DefaultConfigDebounce)
+		paused:
+			for {
+				select {
+				case got := <-reads:
+					t.Fatalf("the watch fired while the writer paused mid-file, reading %q", got)
+				case <-pause:
+					break paused
+				}
+			}
+			if _, err := f.WriteString(whole[cut:]); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case got := <-reads:
+				if got != whole {
+					t.Fatalf("the watch read %q, want the whole file", got)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no change seen after the writer closed the file")
+			}
+			select {
+			case got := <-reads:
+				t.Fatalf("a second change seen for one write: %q", got)
+			case <-time.After(2 * DefaultConfigDebounce):
+			}
+		})
+	}
+}
+
+// A normal save is seen within a second of the save, with the default
+// quiet period: a write in place (open, write, close) and a rename into
+// place.
+func TestConfigWatchSaveWithinASecond(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "edgellmd.yaml")
+	writeConfig(t, path, "listen: 127.0.0.1:8000\n")
+	reads := startWatch(t, path)
+	for i, save := range []func(string){
+		func(src string) { writeConfig(t, path, src) },
+		func(src string) { renameOver(t, path, src) },
+	} {
+		src := fmt.Sprintf("listen: 127.0.0.1:%d\n", 8001+i)
+		t0 := time.Now()
+		save(src)
+		select {
+		case got := <-reads:
+			if got != src {
+				t.Fatalf("save %d: read %q, want %q", i, got, src)
+			}
+			if took := time.Since(t0); took > time.Second {
+				t.Errorf("save %d seen after %v, want within a second", i, took)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("save %d not seen", i)
+		}
+	}
+}
+
+// A file written in two opens with a pause between (a script that writes
+// a header, then appends the rest) reaches the watcher's reload with whole
+// sections missing: the daemon keeps the running config and says which
+// sections and why, at warn level, and applies the whole file once it is
+// there. A file without a section, applied on purpose (SIGHUP, Reload), is
+// applied.
+func TestReloadKeepsSectionsAFileCutShortDrops(t *testing.T) {
+	notes := notifySocket(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "edgellmd.yaml")
+	base := "listen: 127.0.0.1:0\nmodel:\n  path: " + storiesModel + "\n  threads: 1\ncache:\n  dir: " + dir + "\n  persist: false\n"
+	writeConfig(t, cfgPath, base+"draft:\n  mode: tree\n  steps: 6\nlog:\n  level: debug\n")
+	var logs syncBuffer
+	d, _ := runUntilReady(t, notes, Options{ConfigPath: cfgPath, LogOutput: &logs})
+	tree6 := d.Config().Draft
+	if tree6.Mode != "tree" || tree6.Steps != 6 {
+		t.Fatalf("draft at start %+v", tree6)
+	}
+
+	// The first open writes base alone and closes; the rest comes later.
+	writeConfig(t, cfgPath, base)
+	eventually(t, "the cut-short file refused", func() bool {
+		rl := d.LastReload()
+		return rl != nil && strings.Contains(rl.Err, "no longer has the section(s) draft, log")
+	})
+	if c := d.Config(); !reflect.DeepEqual(c.Draft, tree6) || c.Log.Level != "debug" {
+		t.Fatalf("a cut-short file was applied: draft %+v, log.level %q", c.Draft, c.Log.Level)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "no longer has the section(s)") {
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if line["level"] != "warn" || !strings.Contains(fmt.Sprint(line["error"]), "systemctl reload edgellmd") {
+		t.Fatalf("the refusal's log line: %v", line)
+	}
+	f, err := os.OpenFile(cfgPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("draft:\n  mode: tree\n  steps: 7\nlog:\n  level: debug\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the whole file applied", func() bool { return d.Config().Draft.Steps == 7 })
+	if rl := d.LastReload(); rl.Err != "" {
+		t.Fatalf("the whole file: %+v", rl)
+	}
+
+	// On purpose: the draft section removed and Reload (SIGHUP) applies it.
+	renameOver(t, cfgPath, base+"log:\n  level: debug\n")
+	eventually(t, "the watcher refused the file without draft", func() bool {
+		rl := d.LastReload()
+		return rl != nil && strings.Contains(rl.Err, "section(s) draft ")
+	})
+	if err := d.Reload(); err != nil {
+		t.Fatalf("Reload on purpose: %v", err)
+	}
+	if got, want := d.Config().Draft, DefaultConfig().Draft; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after Reload on purpose draft %+v, want the defaults %+v", got, want)
+	}
+	// The file in force now has no draft section: dropping log is refused
+	// by the watcher, adding draft back is not.
+	renameOver(t, cfgPath, base+"draft:\n  steps: 5\nlog:\n  level: debug\n")
+	eventually(t, "draft added back", func() bool { return d.Config().Draft.Steps == 5 })
 }
