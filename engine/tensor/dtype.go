@@ -8,27 +8,30 @@ type DType uint32
 
 // The ggml type ids this engine knows (ggml/include/ggml.h).
 const (
-	F32   DType = 0
-	F16   DType = 1
-	Q4_0  DType = 2
-	Q4_1  DType = 3
-	Q5_0  DType = 6
-	Q5_1  DType = 7
-	Q8_0  DType = 8
-	Q8_1  DType = 9
-	Q2_K  DType = 10
-	Q3_K  DType = 11
-	Q4_K  DType = 12
-	Q5_K  DType = 13
-	Q6_K  DType = 14
-	Q8_K  DType = 15
-	I8    DType = 24
-	I16   DType = 25
-	I32   DType = 26
-	I64   DType = 27
-	F64   DType = 28
-	BF16  DType = 30
-	NVFP4 DType = 40
+	F32  DType = 0
+	F16  DType = 1
+	Q4_0 DType = 2
+	Q4_1 DType = 3
+	Q5_0 DType = 6
+	Q5_1 DType = 7
+	Q8_0 DType = 8
+	Q8_1 DType = 9
+	Q2_K DType = 10
+	Q3_K DType = 11
+	Q4_K DType = 12
+	Q5_K DType = 13
+	Q6_K DType = 14
+	Q8_K DType = 15
+	// IQ4_NL and IQ4_XS are 4-bit non-linear levels (kvalues_iq4nl).
+	IQ4_NL DType = 20
+	IQ4_XS DType = 23
+	I8     DType = 24
+	I16    DType = 25
+	I32    DType = 26
+	I64    DType = 27
+	F64    DType = 28
+	BF16   DType = 30
+	NVFP4  DType = 40
 )
 
 // E4M3 is the engine's FP8 KV-cache element (OCP e4m3fn, one byte a
@@ -48,28 +51,30 @@ type dtypeInfo struct {
 }
 
 var dtypes = map[DType]dtypeInfo{
-	F32:   {"F32", 1, 4},
-	F16:   {"F16", 1, 2},
-	Q4_0:  {"Q4_0", 32, 18},
-	Q4_1:  {"Q4_1", 32, 20},
-	Q5_0:  {"Q5_0", 32, 22},
-	Q5_1:  {"Q5_1", 32, 24},
-	Q8_0:  {"Q8_0", 32, 34},
-	Q8_1:  {"Q8_1", 32, 36},
-	Q2_K:  {"Q2_K", 256, 84},
-	Q3_K:  {"Q3_K", 256, 110},
-	Q4_K:  {"Q4_K", 256, 144},
-	Q5_K:  {"Q5_K", 256, 176},
-	Q6_K:  {"Q6_K", 256, 210},
-	Q8_K:  {"Q8_K", 256, 292},
-	I8:    {"I8", 1, 1},
-	I16:   {"I16", 1, 2},
-	I32:   {"I32", 1, 4},
-	I64:   {"I64", 1, 8},
-	F64:   {"F64", 1, 8},
-	BF16:  {"BF16", 1, 2},
-	NVFP4: {"NVFP4", 64, 36},
-	E4M3:  {"E4M3", 1, 1},
+	F32:    {"F32", 1, 4},
+	F16:    {"F16", 1, 2},
+	Q4_0:   {"Q4_0", 32, 18},
+	Q4_1:   {"Q4_1", 32, 20},
+	Q5_0:   {"Q5_0", 32, 22},
+	Q5_1:   {"Q5_1", 32, 24},
+	Q8_0:   {"Q8_0", 32, 34},
+	Q8_1:   {"Q8_1", 32, 36},
+	Q2_K:   {"Q2_K", 256, 84},
+	Q3_K:   {"Q3_K", 256, 110},
+	Q4_K:   {"Q4_K", 256, 144},
+	Q5_K:   {"Q5_K", 256, 176},
+	Q6_K:   {"Q6_K", 256, 210},
+	Q8_K:   {"Q8_K", 256, 292},
+	IQ4_NL: {"IQ4_NL", 32, 18},
+	IQ4_XS: {"IQ4_XS", 256, 136},
+	I8:     {"I8", 1, 1},
+	I16:    {"I16", 1, 2},
+	I32:    {"I32", 1, 4},
+	I64:    {"I64", 1, 8},
+	F64:    {"F64", 1, 8},
+	BF16:   {"BF16", 1, 2},
+	NVFP4:  {"NVFP4", 64, 36},
+	E4M3:   {"E4M3", 1, 1},
 }
 
 // Known reports whether t is a ggml type whose block layout the engine

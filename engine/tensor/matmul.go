@@ -19,6 +19,8 @@ type mmJob struct {
 	actQ  []q8Act   // Q8_0: activation blocks, vector after vector: actQ[v*nb+b]
 	actP  []q8Pair  // Q8_0, n > 1: vectors 2i and 2i+1 packed: actP[i*nb+b]
 	actF4 []fp4Act  // NVFP4 W4A4: activation blocks, vector after vector
+	actK  []q8KAct  // K-quants, IQ4_XS: Q8_K super-blocks, vector after vector
+	actS  []float32 // Q4_1, Q5_1: each Q8_1 block's d*sum(q) (actQ holds the quants)
 	actT  []byte    // tile kernels: activations repacked per group (gemm.go)
 	tiled bool      // rows runs the tile kernels on actT
 	vnni  bool      // rows runs the AVX-512 VNNI kernels on actT (vnni_amd64.go)
@@ -83,10 +85,8 @@ func (p *Pool) MatVec(dst []float32, m Matrix, x []float32) {
 // and used for all n vectors, and every result equals the corresponding
 // MatVec result bit for bit.
 func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
-	switch m.Type {
-	case F32, F16, BF16, Q8_0, NVFP4:
-	default:
-		panic(fmt.Sprintf("tensor: MatMul: weight type %s is not supported", m.Type))
+	if !CPUSupports(m.Type) {
+		panic(fmt.Sprintf("tensor: MatMul: weight type %s is not supported (want %s)", m.Type, CPUTypes()))
 	}
 	if n < 0 || len(x) != n*m.Cols || len(dst) != n*m.Rows {
 		panic(fmt.Sprintf("tensor: MatMul: %s matrix %dx%d times %d vectors: x has %d values (want %d), dst %d (want %d)",
@@ -115,6 +115,20 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 		default:
 			typ = Q8_0
 		}
+	}
+	switch actKind(typ) {
+	case actQ8K:
+		j.actK = growK(j.actK, n*m.Cols/qkK)
+		j.src = x
+		p.parallel(n, 1, j.convertFn)
+	case actQ8_0, actQ8_1:
+		if cap(j.actQ) < n*m.Cols/q8Block {
+			j.actQ = make([]q8Act, n*m.Cols/q8Block)
+		}
+		j.actQ = j.actQ[:n*m.Cols/q8Block]
+		j.actS = grow(j.actS, n*m.Cols/q8Block)
+		j.src = x
+		p.parallel(n, 1, j.convertFn)
 	}
 	switch typ {
 	case NVFP4:
@@ -224,6 +238,20 @@ func (j *mmJob) convert(worker, lo, hi int) {
 	cols := j.m.Cols
 	for v := lo; v < hi; v++ {
 		src := j.src[v*cols : (v+1)*cols]
+		switch actKind(j.m.Type) {
+		case actQ8K:
+			nb := cols / qkK
+			quantizeQ8K(j.actK[v*nb:(v+1)*nb], src)
+			continue
+		case actQ8_0:
+			nb := cols / q8Block
+			quantizeQ8Vector(j.actQ[v*nb:(v+1)*nb], src)
+			continue
+		case actQ8_1:
+			nb := cols / q8Block
+			quantizeQ8_1(j.actQ[v*nb:(v+1)*nb], j.actS[v*nb:(v+1)*nb], src)
+			continue
+		}
 		switch j.m.Type {
 		case F16, BF16:
 			// One vector is read in order (dotF16, dotBF16), and so are
@@ -275,6 +303,31 @@ func (j *mmJob) convert(worker, lo, hi int) {
 func (j *mmJob) rows(worker, lo, hi int) {
 	m, n, cols := j.m, j.n, j.m.Cols
 	rows := m.Rows
+	if k := actKind(m.Type); k != actNone {
+		rb := m.rowBytes()
+		for v := 0; v < n; v++ {
+			out := j.dst[v*rows+lo : v*rows+hi]
+			for r := range out {
+				w := m.Data[(lo+r)*rb : (lo+r+1)*rb]
+				switch k {
+				case actQ8K:
+					nb := cols / qkK
+					out[r] = dotK(m.Type, w, j.actK[v*nb:(v+1)*nb])
+				case actQ8_0:
+					nb := cols / q8Block
+					if m.Type == IQ4_NL {
+						out[r] = dotIQ4NL(w, j.actQ[v*nb:(v+1)*nb])
+					} else {
+						out[r] = dotLegacyQ8(m.Type, w, j.actQ[v*nb:(v+1)*nb])
+					}
+				case actQ8_1:
+					nb := cols / q8Block
+					out[r] = dotLegacyQ8_1(m.Type, w, j.actQ[v*nb:(v+1)*nb], j.actS[v*nb:(v+1)*nb])
+				}
+			}
+		}
+		return
+	}
 	switch m.Type {
 	case F32:
 		w := f32View(m.Data[lo*cols*4 : hi*cols*4])

@@ -261,7 +261,7 @@ func TestMatMulPanicsOnBadShapes(t *testing.T) {
 		{"long dst", func() { p.MatVec(make([]float32, 3), m, make([]float32, 3)) }},
 		{"matmul n", func() { p.MatMul(make([]float32, 4), m, make([]float32, 3), 2) }},
 		{"type", func() {
-			p.MatVec(make([]float32, 1), Matrix{Type: Q4_0, Rows: 1, Cols: 32, Data: make([]byte, 18)}, make([]float32, 32))
+			p.MatVec(make([]float32, 1), Matrix{Type: Q8_1, Rows: 1, Cols: 32, Data: make([]byte, 36)}, make([]float32, 32))
 		}},
 		{"cols", func() {
 			p.MatVec(make([]float32, 1), Matrix{Type: Q8_0, Rows: 1, Cols: 48, Data: make([]byte, 34)}, make([]float32, 48))

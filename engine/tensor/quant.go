@@ -19,6 +19,11 @@ const (
 // one ggml uses to write model files; NVFP4 uses ModelOpt's block scales with
 // no per-tensor scale (QuantizeNVFP4Row with s2 = 1).
 func QuantizeRow(t DType, dst []byte, src []float32) error {
+	switch t {
+	case F32, F16, BF16, Q8_0, NVFP4:
+	default:
+		return fmt.Errorf("quantize row: writing type %s is not supported (want F32, F16, BF16, Q8_0 or NVFP4)", t)
+	}
 	if err := checkRow(t, len(dst), len(src)); err != nil {
 		return fmt.Errorf("quantize row: %w", err)
 	}
@@ -85,15 +90,15 @@ func dequantizeRow(t DType, dst []float32, src []byte) {
 		}
 	case NVFP4:
 		dequantizeNVFP4(dst, src)
+	default:
+		dequantizeBlocks(t, dst, src)
 	}
 }
 
 // checkRow validates a row of n values of type t stored in nbytes bytes.
 func checkRow(t DType, nbytes, n int) error {
-	switch t {
-	case F32, F16, BF16, Q8_0, NVFP4:
-	default:
-		return fmt.Errorf("type %s is not supported (want F32, F16, BF16, Q8_0 or NVFP4)", t)
+	if !CPUSupports(t) {
+		return fmt.Errorf("type %s is not supported (want %s)", t, CPUTypes())
 	}
 	want, err := t.RowBytes(int64(n))
 	if err != nil {

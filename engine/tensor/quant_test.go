@@ -142,13 +142,17 @@ func TestQuantizeRowErrors(t *testing.T) {
 		t      DType
 		nbytes int
 		n      int
-	}{{Q8_0, 34, 31}, {Q8_0, 33, 32}, {F16, 3, 2}, {F32, 8, 3}, {Q4_0, 18, 32}, {DType(99), 4, 1}} {
+	}{{Q8_0, 34, 31}, {Q8_0, 33, 32}, {F16, 3, 2}, {F32, 8, 3}, {Q8_1, 36, 32}, {DType(99), 4, 1}} {
 		if err := QuantizeRow(c.t, make([]byte, c.nbytes), make([]float32, c.n)); err == nil {
 			t.Errorf("QuantizeRow(%s, %d bytes, %d values) succeeded", c.t, c.nbytes, c.n)
 		}
 		if err := DequantizeRow(c.t, make([]float32, c.n), make([]byte, c.nbytes)); err == nil {
 			t.Errorf("DequantizeRow(%s, %d values, %d bytes) succeeded", c.t, c.n, c.nbytes)
 		}
+	}
+	// The block types the engine reads but does not write.
+	if err := QuantizeRow(Q4_K, make([]byte, 144), make([]float32, 256)); err == nil {
+		t.Error("QuantizeRow(Q4_K) succeeded")
 	}
 }
 

@@ -1,0 +1,218 @@
+package tensor
+
+import "encoding/binary"
+
+// The K-quant (and IQ4_XS) dot products with Q8_K activations, as ggml's
+// AVX2 kernels compute them. Each kernel keeps eight 32-bit integer lanes
+// per super-block; lane l sums, over the eight 32-value chunks c of the
+// block, scale(c, l) * (w*x summed over values 32c+4l .. 32c+4l+3), where
+// scale is that of the 16 (or 32) values the four belong to. Integer sums
+// are exact whatever their order, so only the lanes' assignment matters;
+// the F32 steps (one fused multiply-add per lane and super-block, the
+// minimums, the final hsum_float_8) are spelled out per type.
+
+// kLanes computes the eight lanes of one super-block from its 256 integer
+// weight values w, its 16 scales (one per 16 values) and the activations.
+func kLanes(s *[8]int32, w *[qkK]int8, sc *[16]int32, x *[qkK]int8) {
+	*s = [8]int32{}
+	for c := 0; c < 8; c++ {
+		for l := 0; l < 8; l++ {
+			e := 32*c + 4*l
+			p := int32(w[e])*int32(x[e]) + int32(w[e+1])*int32(x[e+1]) +
+				int32(w[e+2])*int32(x[e+2]) + int32(w[e+3])*int32(x[e+3])
+			s[l] += sc[e/16] * p
+		}
+	}
+}
+
+// unpackQ4K writes a Q4_K (or, with qh, Q5_K) block's 256 unsigned values,
+// its scales per 16 values and its 8 mins.
+func unpackQ45K(w *[qkK]int8, sc *[16]int32, mins *[8]int32, scales, qh, q []byte) {
+	for j := 0; j < 8; j++ {
+		s, m := scaleMinK4(j, scales)
+		sc[2*j], sc[2*j+1], mins[j] = int32(s), int32(s), int32(m)
+	}
+	for j := 0; j < 4; j++ {
+		for l := 0; l < 32; l++ {
+			lo, hi := q[32*j+l]&0xF, q[32*j+l]>>4
+			if qh != nil {
+				lo |= (qh[l] >> (2 * j) & 1) << 4
+				hi |= (qh[l] >> (2*j + 1) & 1) << 4
+			}
+			w[64*j+l], w[64*j+32+l] = int8(lo), int8(hi)
+		}
+	}
+}
+
+// dotQ4K is ggml_vec_dot_q4_K_q8_K (AVX2).
+func dotQ4K(row []byte, act []q8KAct) float32 { return dotQ45K(row, act, false) }
+
+// dotQ5K is ggml_vec_dot_q5_K_q8_K (AVX2).
+func dotQ5K(row []byte, act []q8KAct) float32 { return dotQ45K(row, act, true) }
+
+func dotQ45K(row []byte, act []q8KAct, five bool) float32 {
+	bb := q4KBytes
+	if five {
+		bb = q5KBytes
+	}
+	var acc laneAcc
+	var accM [4]float32 // Q4_K: the minimums' four lanes
+	var summs float32   // Q5_K: the minimums' scalar
+	var w [qkK]int8
+	var sc [16]int32
+	var mins [8]int32
+	var s [8]int32
+	for b := range act[:len(row)/bb] {
+		blk, a := row[b*bb:(b+1)*bb], &act[b]
+		d := a.d * f16At(blk)
+		dmin := -a.d * f16At(blk[2:])
+		if five {
+			unpackQ45K(&w, &sc, &mins, blk[4:16], blk[16:48], blk[48:176])
+		} else {
+			unpackQ45K(&w, &sc, &mins, blk[4:16], nil, blk[16:144])
+		}
+		// _mm_hadd_epi16 of the bsums: sums per 32 values; _mm_madd_epi16
+		// with the mins: pairs of them.
+		var prod [4]int32
+		for k := 0; k < 4; k++ {
+			s0 := int32(a.bsums[4*k]) + int32(a.bsums[4*k+1])
+			s1 := int32(a.bsums[4*k+2]) + int32(a.bsums[4*k+3])
+			prod[k] = mins[2*k]*s0 + mins[2*k+1]*s1
+		}
+		if five {
+			summs = fma32(dmin, float32((prod[0]+prod[1])+(prod[2]+prod[3])), summs)
+		} else {
+			for k := range accM {
+				accM[k] = fma32(dmin, float32(prod[k]), accM[k])
+			}
+		}
+		kLanes(&s, &w, &sc, &a.q)
+		acc.step(d, &s)
+	}
+	if five {
+		return acc.sum() + summs
+	}
+	return acc.sum() + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
+}
+
+// dotQ6K is ggml_vec_dot_q6_K_q8_K (AVX2): unsigned 6-bit values, the
+// offset of 32 taken off the lanes at the end as 32*sum(bsums*scales) by
+// lane pairs.
+func dotQ6K(row []byte, act []q8KAct) float32 {
+	var acc laneAcc
+	var w [qkK]int8
+	var sc [16]int32
+	var s [8]int32
+	for b := range act[:len(row)/q6KBytes] {
+		blk, a := row[b*q6KBytes:(b+1)*q6KBytes], &act[b]
+		ql, qh, scales := blk[0:128], blk[128:192], blk[192:208]
+		d := a.d * f16At(blk[208:])
+		for i := range sc {
+			sc[i] = int32(int8(scales[i]))
+		}
+		for n := 0; n < 2; n++ {
+			l4, h4, out := ql[64*n:], qh[32*n:], w[128*n:]
+			for l := 0; l < 32; l++ {
+				out[l] = int8(l4[l]&0xF | (h4[l]>>0&3)<<4)
+				out[l+32] = int8(l4[l+32]&0xF | (h4[l]>>2&3)<<4)
+				out[l+64] = int8(l4[l]>>4 | (h4[l]>>4&3)<<4)
+				out[l+96] = int8(l4[l+32]>>4 | (h4[l]>>6&3)<<4)
+			}
+		}
+		kLanes(&s, &w, &sc, &a.q)
+		for m := 0; m < 8; m++ {
+			s[m] -= (int32(a.bsums[2*m])*sc[2*m] + int32(a.bsums[2*m+1])*sc[2*m+1]) << 5
+		}
+		acc.step(d, &s)
+	}
+	return acc.sum()
+}
+
+// dotQ2K is ggml_vec_dot_q2_K_q8_K (AVX2): the minimums go into the same
+// lanes first (mins times bsums by pairs), then the scaled values.
+func dotQ2K(row []byte, act []q8KAct) float32 {
+	var acc laneAcc
+	var w [qkK]int8
+	var sc [16]int32
+	var s [8]int32
+	for b := range act[:len(row)/q2KBytes] {
+		blk, a := row[b*q2KBytes:(b+1)*q2KBytes], &act[b]
+		scales, q := blk[0:16], blk[16:80]
+		d := a.d * f16At(blk[80:])
+		dmin := -a.d * f16At(blk[82:])
+		var prod [8]int32
+		for l := 0; l < 8; l++ {
+			prod[l] = int32(scales[2*l]>>4)*int32(a.bsums[2*l]) + int32(scales[2*l+1]>>4)*int32(a.bsums[2*l+1])
+		}
+		acc.step(dmin, &prod)
+		for i := range sc {
+			sc[i] = int32(scales[i] & 0xF)
+		}
+		for j := 0; j < 2; j++ {
+			for v := 0; v < 4; v++ {
+				for p := 0; p < 32; p++ {
+					w[128*j+32*v+p] = int8(q[32*j+p] >> (2 * v) & 3)
+				}
+			}
+		}
+		kLanes(&s, &w, &sc, &a.q)
+		acc.step(d, &s)
+	}
+	return acc.sum()
+}
+
+// dotQ3K is ggml_vec_dot_q3_K_q8_K (AVX2).
+func dotQ3K(row []byte, act []q8KAct) float32 {
+	var acc laneAcc
+	var w [qkK]int8
+	var sc [16]int32
+	var s [8]int32
+	for b := range act[:len(row)/q3KBytes] {
+		blk, a := row[b*q3KBytes:(b+1)*q3KBytes], &act[b]
+		hm, q := blk[0:32], blk[32:96]
+		d := a.d * f16At(blk[108:])
+		s6 := q3KScales(blk[96:108])
+		for i := range sc {
+			sc[i] = int32(s6[i]) - 32
+		}
+		for j := 0; j < 2; j++ {
+			for v := 0; v < 4; v++ {
+				bit := uint(4*j + v)
+				for p := 0; p < 32; p++ {
+					x := int8(q[32*j+p] >> (2 * v) & 3)
+					if hm[p]>>bit&1 == 0 {
+						x -= 4
+					}
+					w[128*j+32*v+p] = x
+				}
+			}
+		}
+		kLanes(&s, &w, &sc, &a.q)
+		acc.step(d, &s)
+	}
+	return acc.sum()
+}
+
+// dotIQ4XS is ggml_vec_dot_iq4_xs_q8_K (AVX2).
+func dotIQ4XS(row []byte, act []q8KAct) float32 {
+	var acc laneAcc
+	var w [qkK]int8
+	var sc [16]int32
+	var s [8]int32
+	for b := range act[:len(row)/iq4XSBytes] {
+		blk, a := row[b*iq4XSBytes:(b+1)*iq4XSBytes], &act[b]
+		sh := binary.LittleEndian.Uint16(blk[2:])
+		sl, qs := blk[4:8], blk[8:136]
+		for ib := 0; ib < 8; ib++ {
+			ls := int32(sl[ib/2]>>(4*(ib%2))&0xF) | int32(sh>>(2*ib)&3)<<4
+			sc[2*ib], sc[2*ib+1] = ls-32, ls-32
+			q := qs[16*ib:]
+			for j := 0; j < 16; j++ {
+				w[32*ib+j], w[32*ib+16+j] = kvaluesIQ4NL[q[j]&0xF], kvaluesIQ4NL[q[j]>>4]
+			}
+		}
+		kLanes(&s, &w, &sc, &a.q)
+		acc.step(f16At(blk)*a.d, &s)
+	}
+	return acc.sum()
+}

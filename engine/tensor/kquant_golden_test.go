@@ -1,0 +1,88 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"testing"
+)
+
+type kqCase struct {
+	t                DType
+	cols, rows, nvec int
+	w                []byte
+	x, deq, dots     []float32
+}
+
+func readKQGolden(t *testing.T) []kqCase {
+	t.Helper()
+	data, err := os.ReadFile("testdata/kquant/ggml-avx2.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data[:4]) != "KQG1" {
+		t.Fatalf("bad magic %q", data[:4])
+	}
+	n := int(binary.LittleEndian.Uint32(data[4:]))
+	p := 8
+	u32 := func() int { v := binary.LittleEndian.Uint32(data[p:]); p += 4; return int(v) }
+	f32s := func(k int) []float32 {
+		out := make([]float32, k)
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[p+4*i:]))
+		}
+		p += 4 * k
+		return out
+	}
+	var cs []kqCase
+	for range n {
+		c := kqCase{t: DType(u32()), cols: u32(), rows: u32(), nvec: u32()}
+		rb, err := c.t.RowBytes(int64(c.cols))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.w = data[p : p+int(rb)*c.rows]
+		p += int(rb) * c.rows
+		c.x, c.deq, c.dots = f32s(c.nvec*c.cols), f32s(c.rows*c.cols), f32s(c.rows*c.nvec)
+		cs = append(cs, c)
+	}
+	if p != len(data) {
+		t.Fatalf("%d bytes left over", len(data)-p)
+	}
+	return cs
+}
+
+// TestKQuantGolden: rows dequantized and dot products with quantized
+// activations, bit for bit against llama.cpp's own library (its AVX2
+// build; testdata/kquant/README.md), for every legacy and K-quant type,
+// with ordinary and extreme scales.
+func TestKQuantGolden(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		p := NewPool(threads)
+		defer p.Close()
+		for i, c := range readKQGolden(t) {
+			m, err := NewMatrix(c.t, c.rows, c.cols, c.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := make([]float32, c.cols)
+			bad := 0
+			for r := 0; r < c.rows; r++ {
+				m.RowTo(row, r)
+				for k, v := range row {
+					if want := c.deq[r*c.cols+k]; math.Float32bits(v) != math.Float32bits(want) && bad < 3 {
+						t.Errorf("case %d %s: row %d value %d = %g, ggml %g", i, c.t, r, k, v, want)
+						bad++
+					}
+				}
+			}
+			dst := make([]float32, c.rows*c.nvec)
+			p.MatMul(dst, m, c.x, c.nvec)
+			for k, v := range dst {
+				if want := c.dots[k]; math.Float32bits(v) != math.Float32bits(want) {
+					t.Errorf("case %d %s cols %d: dot (vector %d, row %d) = %g (%#x), ggml %g (%#x)", i, c.t, c.cols, k/c.rows, k%c.rows, v, math.Float32bits(v), want, math.Float32bits(want))
+				}
+			}
+		}
+	}
+}
