@@ -25,13 +25,27 @@ const (
 	// IQ4_NL and IQ4_XS are 4-bit non-linear levels (kvalues_iq4nl).
 	IQ4_NL DType = 20
 	IQ4_XS DType = 23
-	I8     DType = 24
-	I16    DType = 25
-	I32    DType = 26
-	I64    DType = 27
-	F64    DType = 28
-	BF16   DType = 30
-	NVFP4  DType = 40
+	// The other types of ggml's table: a file may hold them, the engine
+	// reads their layout (so that it can name them when it refuses them).
+	IQ2_XXS DType = 16
+	IQ2_XS  DType = 17
+	IQ3_XXS DType = 18
+	IQ1_S   DType = 19
+	IQ3_S   DType = 21
+	IQ2_S   DType = 22
+	IQ1_M   DType = 29
+	TQ1_0   DType = 34
+	TQ2_0   DType = 35
+	MXFP4   DType = 39
+	Q1_0    DType = 41
+	Q2_0    DType = 42
+	I8      DType = 24
+	I16     DType = 25
+	I32     DType = 26
+	I64     DType = 27
+	F64     DType = 28
+	BF16    DType = 30
+	NVFP4   DType = 40
 )
 
 // E4M3 is the engine's FP8 KV-cache element (OCP e4m3fn, one byte a
@@ -51,30 +65,42 @@ type dtypeInfo struct {
 }
 
 var dtypes = map[DType]dtypeInfo{
-	F32:    {"F32", 1, 4},
-	F16:    {"F16", 1, 2},
-	Q4_0:   {"Q4_0", 32, 18},
-	Q4_1:   {"Q4_1", 32, 20},
-	Q5_0:   {"Q5_0", 32, 22},
-	Q5_1:   {"Q5_1", 32, 24},
-	Q8_0:   {"Q8_0", 32, 34},
-	Q8_1:   {"Q8_1", 32, 36},
-	Q2_K:   {"Q2_K", 256, 84},
-	Q3_K:   {"Q3_K", 256, 110},
-	Q4_K:   {"Q4_K", 256, 144},
-	Q5_K:   {"Q5_K", 256, 176},
-	Q6_K:   {"Q6_K", 256, 210},
-	Q8_K:   {"Q8_K", 256, 292},
-	IQ4_NL: {"IQ4_NL", 32, 18},
-	IQ4_XS: {"IQ4_XS", 256, 136},
-	I8:     {"I8", 1, 1},
-	I16:    {"I16", 1, 2},
-	I32:    {"I32", 1, 4},
-	I64:    {"I64", 1, 8},
-	F64:    {"F64", 1, 8},
-	BF16:   {"BF16", 1, 2},
-	NVFP4:  {"NVFP4", 64, 36},
-	E4M3:   {"E4M3", 1, 1},
+	F32:     {"F32", 1, 4},
+	F16:     {"F16", 1, 2},
+	Q4_0:    {"Q4_0", 32, 18},
+	Q4_1:    {"Q4_1", 32, 20},
+	Q5_0:    {"Q5_0", 32, 22},
+	Q5_1:    {"Q5_1", 32, 24},
+	Q8_0:    {"Q8_0", 32, 34},
+	Q8_1:    {"Q8_1", 32, 36},
+	Q2_K:    {"Q2_K", 256, 84},
+	Q3_K:    {"Q3_K", 256, 110},
+	Q4_K:    {"Q4_K", 256, 144},
+	Q5_K:    {"Q5_K", 256, 176},
+	Q6_K:    {"Q6_K", 256, 210},
+	Q8_K:    {"Q8_K", 256, 292},
+	IQ4_NL:  {"IQ4_NL", 32, 18},
+	IQ4_XS:  {"IQ4_XS", 256, 136},
+	IQ2_XXS: {"IQ2_XXS", 256, 66},
+	IQ2_XS:  {"IQ2_XS", 256, 74},
+	IQ3_XXS: {"IQ3_XXS", 256, 98},
+	IQ1_S:   {"IQ1_S", 256, 50},
+	IQ3_S:   {"IQ3_S", 256, 110},
+	IQ2_S:   {"IQ2_S", 256, 82},
+	IQ1_M:   {"IQ1_M", 256, 56},
+	TQ1_0:   {"TQ1_0", 256, 54},
+	TQ2_0:   {"TQ2_0", 256, 66},
+	MXFP4:   {"MXFP4", 32, 17},
+	Q1_0:    {"Q1_0", 128, 18},
+	Q2_0:    {"Q2_0", 64, 18},
+	I8:      {"I8", 1, 1},
+	I16:     {"I16", 1, 2},
+	I32:     {"I32", 1, 4},
+	I64:     {"I64", 1, 8},
+	F64:     {"F64", 1, 8},
+	BF16:    {"BF16", 1, 2},
+	NVFP4:   {"NVFP4", 64, 36},
+	E4M3:    {"E4M3", 1, 1},
 }
 
 // Known reports whether t is a ggml type whose block layout the engine
