@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/sample"
 )
 
@@ -32,6 +33,16 @@ type SpeedRun struct {
 	// only, 0 on the scalar path). Attention and the DeltaNet recurrence
 	// run on scalar shaders and are not counted.
 	PrefillTensorCoreShare float64 `json:"prefill_tensor_core_share"`
+	// PrefillMACs is the multiply-adds of the prefill's matrix products
+	// (GPU only): 2·PrefillMACs over the prefill time is its achieved rate.
+	PrefillMACs int64 `json:"prefill_macs,omitempty"`
+	// Verify16StepMS is one pass of 16 tokens after the decoded ones with
+	// the logits of all 16, what verifying a 16-node draft costs (a tree
+	// of 16 runs the same matrix products), the mean of up to three when
+	// the context has room (0 when it has none); VerifyTensorCoreShare is
+	// the share of its matrix multiply-adds on tensor cores (GPU only).
+	Verify16StepMS        float64 `json:"verify16_step_ms"`
+	VerifyTensorCoreShare float64 `json:"verify_tensor_core_share"`
 }
 
 // weightBytesPerToken sums the tensor bytes a decode step reads.
@@ -92,6 +103,7 @@ func (e *Engine) MeasureSpeed(ctx context.Context, nPrompt, nGen int) (SpeedRun,
 	prefill := time.Since(t0)
 	if coop1, scalar1 := e.MatMulMACs(); coop1+scalar1 > coop0+scalar0 {
 		run.PrefillTensorCoreShare = float64(coop1-coop0) / float64(coop1-coop0+scalar1-scalar0)
+		run.PrefillMACs = coop1 - coop0 + scalar1 - scalar0
 	}
 	one := []int32{prompt[0]}
 	var tFirst time.Time
@@ -105,6 +117,21 @@ func (e *Engine) MeasureSpeed(ctx context.Context, nPrompt, nGen int) (SpeedRun,
 		}
 	}
 	decode := time.Since(tFirst)
+	if reps := min(3, (e.ctxLen-q.state.Len())/16); reps > 0 {
+		toks := BenchPrompt(16)
+		logits := make([]float32, 16*e.model.Hyper().Vocab)
+		coop0, scalar0 := e.MatMulMACs()
+		tv := time.Now()
+		for i := 0; i < reps; i++ {
+			if err := e.model.Forward(q.state, model.ChainBatch(toks, q.state.Len(), true), logits); err != nil {
+				return run, err
+			}
+		}
+		run.Verify16StepMS = time.Since(tv).Seconds() * 1000 / float64(reps)
+		if coop1, scalar1 := e.MatMulMACs(); coop1+scalar1 > coop0+scalar0 {
+			run.VerifyTensorCoreShare = float64(coop1-coop0) / float64(coop1-coop0+scalar1-scalar0)
+		}
+	}
 	run.PrefillTokS = float64(nPrompt) / prefill.Seconds()
 	run.DecodeTokS = float64(nGen-1) / decode.Seconds()
 	run.PrefillPasses = (nPrompt + e.prefillChunk - 1) / e.prefillChunk

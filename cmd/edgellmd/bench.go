@@ -19,6 +19,9 @@ func cmdBench(args []string, stdout io.Writer, log zerolog.Logger) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: bench needs a kind: decode, agentic or bfcl", errUsage)
 	}
+	if isHelp(args[0]) {
+		return groupHelp(stdout, "bench")
+	}
 	switch args[0] {
 	case "decode":
 		return cmdBenchDecode(args[1:], stdout, log)
@@ -69,6 +72,14 @@ type benchLine struct {
 	MatMulTiles            string  `json:"gpu_matmul_tiles,omitempty"`
 	PrefillTensorCoreShare float64 `json:"prefill_tensor_core_share"`
 	WeightsInPlace         bool    `json:"weights_in_place"`
+	// The prefill's matrix products in TFLOPS (2 × their multiply-adds over
+	// the prefill time; attention not counted), a 16-token verify pass
+	// (all 16 logits) and its share on tensor cores, and its time over a
+	// decode step's.
+	PrefillTFLOPS         float64 `json:"prefill_matmul_tflops,omitempty"`
+	Verify16StepMS        float64 `json:"verify16_step_ms"`
+	VerifyTensorCoreShare float64 `json:"verify_tensor_core_share"`
+	Verify16OfDecode      float64 `json:"verify16_of_decode,omitempty"`
 }
 
 // residentMiB reads RssAnon and RssFile of this process (Linux; zero elsewhere).
@@ -110,7 +121,7 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 		return fmt.Errorf("%w: bench decode measures plain decoding, as llama.cpp's bench does; measure drafting with run --json (target_steps, decode_ms)", errUsage)
 	}
 	if ef.ctx == 0 {
-		ef.ctx = *nPrompt + *nGen + 16
+		ef.ctx = *nPrompt + *nGen + 16 + 3*16 // and three 16-token verify passes
 	}
 	e, err := ef.load(log)
 	if err != nil {
@@ -151,15 +162,23 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 			GenTokens: run.GenTokens, PrefillTokS: round2(run.PrefillTokS), DecodeTokS: round2(run.DecodeTokS),
 			WeightBytes: run.WeightBytes, DecodeGBs: round2(run.DecodeGBs),
 			DecodeStepMS: round3(run.DecodeStepMS), PrefillPassMS: round3(run.PrefillPassMS), PrefillPasses: run.PrefillPasses,
+			Verify16StepMS: round3(run.Verify16StepMS),
 			Engine: dev.Engine, Device: dev.Name, Driver: dev.Driver}
 		if dev.Engine != engine.EngineCPU {
 			line.DeviceMemoryUsedMiB = round2(float64(e.Device().MemoryUsedBytes) / (1 << 20))
 			line.MatMul, line.MatMulTiles, line.WeightsInPlace = dev.MatMul, dev.MatMulTiles, dev.WeightsInPlace
 			line.PrefillTensorCoreShare = roundSig3(run.PrefillTensorCoreShare)
+			line.VerifyTensorCoreShare = roundSig3(run.VerifyTensorCoreShare)
+			if run.PrefillTokS > 0 {
+				line.PrefillTFLOPS = roundSig3(2 * float64(run.PrefillMACs) * run.PrefillTokS / float64(run.PromptTokens) / 1e12)
+			}
 			line.CopyGBs = round2(copyGBs)
 			if copyGBs > 0 {
 				line.DecodeOfCopy = roundSig3(run.DecodeGBs / copyGBs)
 			}
+		}
+		if run.DecodeStepMS > 0 && run.Verify16StepMS > 0 {
+			line.Verify16OfDecode = roundSig3(run.Verify16StepMS / run.DecodeStepMS)
 		}
 		anon, file := residentMiB()
 		line.RSSAnonMiB, line.RSSFileMiB = round2(anon), round2(file)
@@ -169,6 +188,9 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 			}
 			continue
 		}
+		if line.Verify16StepMS > 0 {
+			fmt.Fprintf(stdout, "run %d: a 16-token verify pass %.3f ms (%.3gx a decode step)\n", r+1, line.Verify16StepMS, line.Verify16OfDecode)
+		}
 		fmt.Fprintf(stdout, "run %d: prefill %d tokens %.2f tok/s (%.2f ms per pass), decode %d tokens %.2f tok/s (%.3f ms per step), %.2f GB/s of weights",
 			r+1, line.PromptTokens, line.PrefillTokS, line.PrefillPassMS, line.GenTokens, line.DecodeTokS, line.DecodeStepMS, line.DecodeGBs)
 		if line.CopyGBs > 0 {
@@ -176,7 +198,7 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 		}
 		fmt.Fprintf(stdout, " (%d threads; resident %.1f MiB anonymous, %.1f MiB mapped file", line.Threads, line.RSSAnonMiB, line.RSSFileMiB)
 		if dev.Engine != engine.EngineCPU {
-			fmt.Fprintf(stdout, "; %.1f MiB of device memory; %.3g of the prefill's multiply-adds on tensor cores", line.DeviceMemoryUsedMiB, line.PrefillTensorCoreShare)
+			fmt.Fprintf(stdout, "; %.1f MiB of device memory; %.3g of the prefill's multiply-adds on tensor cores, %.3g TFLOPS", line.DeviceMemoryUsedMiB, line.PrefillTensorCoreShare, line.PrefillTFLOPS)
 		}
 		fmt.Fprintln(stdout, ")")
 	}
