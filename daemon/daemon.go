@@ -185,6 +185,14 @@ func (d *Daemon) Config() Config {
 	return c
 }
 
+// ConfigFile is the config file's path and whether it was read: false when
+// it was absent and the configuration is the defaults and flags.
+func (d *Daemon) ConfigFile() (path string, read bool) {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	return d.configPath, d.hadFile
+}
+
 // LastReload is the outcome of the last reload; nil before the first.
 func (d *Daemon) LastReload() *ReloadStatus { return d.lastReload.Load() }
 

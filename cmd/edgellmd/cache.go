@@ -22,6 +22,9 @@ func cmdCache(args []string, stdout io.Writer, log zerolog.Logger) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: cache needs stats or clear", errUsage)
 	}
+	if isHelp(args[0]) {
+		return groupHelp(stdout, "cache")
+	}
 	sub := args[0]
 	if sub != "stats" && sub != "clear" {
 		return fmt.Errorf("%w: unknown cache command %q (want stats or clear)", errUsage, sub)

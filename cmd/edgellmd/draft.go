@@ -20,6 +20,9 @@ import (
 // model's own generations (engine/speculative.FitMTP), then measure how
 // many of its drafts the model accepts.
 func cmdDraft(args []string, stdout io.Writer, log zerolog.Logger) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		return groupHelp(stdout, "draft")
+	}
 	if len(args) == 0 || args[0] != "fit" {
 		return fmt.Errorf("%w: draft needs a command: fit", errUsage)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/edgellmd/edgellmd/daemon"
 )
@@ -132,7 +133,61 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// newFlagSet makes a command's flag set; its -h/--help prints the
+// command's lines of the usage, then its flags.
 func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("edgellmd "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage:\n%s\nFlags of edgellmd %s:\n", commandUsage(name), name)
+		fs.PrintDefaults()
+	}
 	return fs
+}
+
+// isHelp says whether a command's first argument asks for its usage.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
+
+// commandUsage is the lines of the usage text (updateUsage for update's
+// subcommands) for name, "cmd" or "cmd sub": the synopsis lines of cmd
+// (those of sub alone when it has its own), with their continuation lines.
+func commandUsage(name string) string {
+	cmd, sub, _ := strings.Cut(name, " ")
+	text := usage
+	if cmd == "update" && sub != "" {
+		text = updateUsage
+	}
+	pick := func(sub string) string {
+		var b strings.Builder
+		in := false
+		for _, line := range strings.Split(text, "\n") {
+			switch {
+			case strings.HasPrefix(line, "  edgellmd "):
+				f := strings.Fields(line)
+				in = len(f) > 1 && f[1] == cmd && (sub == "" || len(f) > 2 && f[2] == sub)
+			case !strings.HasPrefix(line, "    "):
+				in = false
+			}
+			if in {
+				b.WriteString(line + "\n")
+			}
+		}
+		return b.String()
+	}
+	if u := pick(sub); u != "" {
+		return u
+	}
+	return pick("")
+}
+
+// groupHelp prints the usage of a command made of subcommands (bench,
+// cache, power, draft) for its -h.
+func groupHelp(stdout io.Writer, cmd string) error {
+	fmt.Fprintf(stdout, "Usage:\n%s\nRun \"edgellmd %s SUBCOMMAND -h\" for a subcommand's flags.\n", commandUsage(cmd), cmd)
+	return nil
 }

@@ -20,6 +20,9 @@ func cmdPower(args []string, stdout io.Writer, log zerolog.Logger) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: power needs status or pin", errUsage)
 	}
+	if isHelp(args[0]) {
+		return groupHelp(stdout, "power")
+	}
 	sub := args[0]
 	if sub != "status" && sub != "pin" {
 		return fmt.Errorf("%w: unknown power command %q (want status or pin)", errUsage, sub)

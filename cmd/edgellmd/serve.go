@@ -62,6 +62,12 @@ func cmdServe(args []string, stdout io.Writer, _ zerolog.Logger) error {
 		if cfg.API.Key != "" {
 			cfg.API.Key = "(hidden)"
 		}
+		// Said as YAML comments, so that the output stays a config file.
+		if path, read := d.ConfigFile(); read {
+			fmt.Fprintf(stdout, "# %s checked: valid. The configuration in force (file, then flags):\n", path)
+		} else {
+			fmt.Fprintf(stdout, "# No config file checked: %s does not exist (name one with -c FILE).\n# The configuration in force is the defaults and flags:\n", path)
+		}
 		return cfg.Encode(stdout)
 	}
 	sigs := make(chan os.Signal, 4)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/edgellmd/edgellmd/daemon"
 	"github.com/edgellmd/edgellmd/engine/gpu"
 )
 
@@ -27,9 +28,31 @@ func TestServeCheckConfigFlagsOverrideFile(t *testing.T) {
 	if strings.Contains(out, "secret") {
 		t.Error("api.key printed")
 	}
+	if want := "# " + cfg + " checked: valid."; !strings.HasPrefix(out, want) {
+		t.Errorf("output does not start with %q:\n%s", want, out)
+	}
 	out, _, code = run(t, "serve", "-c", cfg, "-m", "/m.gguf", "--listen", "0.0.0.0:1", "--check-config")
 	if code != 0 || !strings.Contains(out, "path: /m.gguf") || !strings.Contains(out, "listen: 0.0.0.0:1") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// Without -c, --check-config says whether the default file was there to
+// check: with none, that the output is the defaults and flags, not a file.
+func TestServeCheckConfigSaysWhichFile(t *testing.T) {
+	out, errOut, code := run(t, "serve", "--check-config")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "# No config file checked: " + daemon.DefaultConfigPath + " does not exist (name one with -c FILE)."
+	if _, err := os.Stat(daemon.DefaultConfigPath); err == nil {
+		want = "# " + daemon.DefaultConfigPath + " checked: valid."
+	}
+	if !strings.HasPrefix(out, want) {
+		t.Fatalf("output does not start with %q:\n%s", want, out)
+	}
+	if !strings.Contains(out, "listen: 127.0.0.1:8001") {
+		t.Fatalf("no configuration printed:\n%s", out)
 	}
 }
 

@@ -59,7 +59,8 @@ func cmdUpdate(args []string, stdout io.Writer, log zerolog.Logger) error {
 		return updateStatus(rest, stdout)
 	case "rollback":
 		return updateRollback(rest, stdout, log)
-	case "help", "-h", "--help":
+	}
+	if isHelp(sub) {
 		fmt.Fprint(stdout, updateUsage)
 		return nil
 	}
