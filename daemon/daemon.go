@@ -326,6 +326,9 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 		dev := res.eng.Device()
 		d.log.Info().Str("model", name).Str("path", modelPath).Str("engine", dev.Engine).Str("device", dev.Name).
 			Strs("listen", addrs).Msg("ready")
+		if note := modelNote(modelPath); note != "" {
+			d.log.Warn().Str("model", modelPath).Msg(note)
+		}
 		d.setStatus(fmt.Sprintf("serving %s (%s) on %s at %s", name, modelPath, deviceWords(dev), strings.Join(addrs, ", ")), sd.SdNotifyReady)
 	}
 loop:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -103,8 +104,22 @@ func (s *statusSource) Settings() web.Settings {
 
 // modelInfo describes the model file for the status page: its size, and
 // its quantization as the tensor type that holds most of its bytes.
+// bundledModelNote is said where the user sees answers of the bundled
+// model: the log line at start and the status page.
+const bundledModelNote = "this is the bundled 260K-parameter test model (stories260K, trained on children's stories): " +
+	"it writes story fragments, not answers; set model.path (or serve --model) to a real model, such as a Qwen3 GGUF"
+
+// modelNote is what the status page says about the model file: a warning
+// for the bundled test model, "" for any other.
+func modelNote(path string) string {
+	if filepath.Base(path) == BundledModel {
+		return bundledModelNote
+	}
+	return ""
+}
+
 func modelInfo(path, arch string) (web.ModelInfo, error) {
-	info := web.ModelInfo{Path: path, Arch: arch}
+	info := web.ModelInfo{Path: path, Arch: arch, Note: modelNote(path)}
 	st, err := os.Stat(path)
 	if err != nil {
 		return info, fmt.Errorf("model info: %w", err)

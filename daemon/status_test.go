@@ -91,7 +91,8 @@ func TestStatusPageSeesTheDaemon(t *testing.T) {
 		} `json:"machine"`
 		Model struct {
 			Name, Arch, Quantization string
-			FileBytes                int64 `json:"file_bytes"`
+			FileBytes                int64  `json:"file_bytes"`
+			Note                     string `json:"note"`
 		} `json:"model"`
 		Cache struct {
 			MaxBytes int64 `json:"max_bytes"`
@@ -119,6 +120,8 @@ func TestStatusPageSeesTheDaemon(t *testing.T) {
 		t.Errorf("telemetry: %s", body)
 	case doc.Model.Name != "stories260K" || doc.Model.Arch != "llama" || doc.Model.Quantization != "F32" || doc.Model.FileBytes != st.Size():
 		t.Errorf("model: %+v", doc.Model)
+	case !strings.Contains(doc.Model.Note, "story fragments, not answers"):
+		t.Errorf("the bundled model has no warning on the status page: %+v", doc.Model)
 	case doc.Cache.MaxBytes != 64<<20:
 		t.Errorf("cache: %+v", doc.Cache)
 	case doc.Speculative.Mode != "tree" || doc.Speculative.Steps != 6 || doc.Speculative.LastReload == nil ||
@@ -135,6 +138,26 @@ func TestStatusPageSeesTheDaemon(t *testing.T) {
 	}
 	if page := string(get("/")); !strings.Contains(page, "/static/app.js") {
 		t.Errorf("status page: %.200s", page)
+	}
+	warned := false
+	for _, l := range strings.Split(logs.String(), "\n") {
+		warned = warned || strings.Contains(l, `"level":"warn"`) && strings.Contains(l, `"message":"`+bundledModelNote+`"`)
+	}
+	if !warned {
+		t.Errorf("no warning about the bundled model in the log at start")
+	}
+}
+
+// Only the bundled test model gets the warning.
+func TestModelNoteOnlyForTheBundledModel(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/usr/share/edgellmd/models/stories260K.gguf": true,
+		"/var/lib/edgellmd/models/qwen3-8b-q8_0.gguf": false,
+		"stories15M.gguf": false,
+	} {
+		if got := modelNote(path) != ""; got != want {
+			t.Errorf("modelNote(%q) = %q", path, modelNote(path))
+		}
 	}
 }
 

@@ -76,6 +76,9 @@ type ModelInfo struct {
 	// weights are never copied to the heap).
 	MappedBytes int64 `json:"mapped_bytes"`
 	Parameters  int64 `json:"parameters,omitempty"`
+	// Note is a warning about the model for whoever reads its answers
+	// (the bundled test model writes story fragments).
+	Note string `json:"note,omitempty"`
 }
 
 //go:embed static

@@ -143,6 +143,7 @@ function render(s) {
   set("model-size", bytes(mo.file_bytes) + (mo.parameters ? ` · ${num(mo.parameters / 1e6, 2)} M parameters` : ""));
   set("model-mapped", bytes(mo.mapped_bytes));
   set("model-ctx", mo.context_length + " tokens");
+  $("model-note").textContent = mo.note || "";
 
   // Device
   const dv = s.device;
