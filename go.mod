@@ -3,6 +3,7 @@ module github.com/edgellmd/edgellmd
 go 1.26.0
 
 require (
+	github.com/anthropics/anthropic-sdk-go v1.19.0
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/ebitengine/purego v0.11.3
 	github.com/fsnotify/fsnotify v1.10.1
