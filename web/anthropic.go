@@ -323,6 +323,7 @@ func (s *Server) decodeAnthropic(w http.ResponseWriter, r *http.Request, forCoun
 	if err == nil {
 		var p *chatParams
 		if p, err = s.turnParams(a.Model, a.Stream, t); err == nil {
+			p.callIDPrefix = "toolu_"
 			var plan *genPlan
 			if plan, err = s.chatPlan(p); err == nil {
 				rec.promptTokens = len(plan.prompt)

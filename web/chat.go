@@ -273,7 +273,11 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 	hasTools := len(p.Chat.Tools) > 0
 	parse := hasTools && p.ToolChoice != toolNone
 	if parse {
-		plan.split = chat.NewParser(p.Chat.Tools, chat.ParserOptions{StartInReasoning: reasoningOpen, IDPrefix: "call_" + randomHex(4) + "_"})
+		idPrefix := p.callIDPrefix
+		if idPrefix == "" {
+			idPrefix = "call_"
+		}
+		plan.split = chat.NewParser(p.Chat.Tools, chat.ParserOptions{StartInReasoning: reasoningOpen, IDPrefix: idPrefix + randomHex(4) + "_"})
 	} else {
 		plan.split = newReasoningSplitter(reasoningOpen)
 	}

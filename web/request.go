@@ -351,6 +351,7 @@ type chatParams struct {
 	ToolName          string // for toolNamed
 	ParallelToolCalls bool
 	tools             []toolDef // the validated tools, for the call grammars
+	callIDPrefix      string    // starts the ids of the answer's calls; "" is "call_"
 }
 
 // chatKnown are the chat fields read besides genKnown. user and metadata

@@ -1,0 +1,342 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/tensor"
+)
+
+// Anthropic's own Go SDK against a real server over the synthetic qwen35
+// model (Qwen3 tokenizer and template), as Claude Code talks to it.
+
+func (ts *testServer) anthropic(opts ...aoption.RequestOption) anthropic.Client {
+	return anthropic.NewClient(append([]aoption.RequestOption{
+		aoption.WithBaseURL(ts.URL), aoption.WithAPIKey("unused"), aoption.WithMaxRetries(0),
+	}, opts...)...)
+}
+
+const anthWeatherSchema = `{"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}, "unit": {"enum": ["c", "f"]}}, "required": ["city", "unit"], "additionalProperties": false}`
+
+func weatherTool(t *testing.T) anthropic.ToolUnionParam {
+	var s map[string]any
+	if err := json.Unmarshal([]byte(anthWeatherSchema), &s); err != nil {
+		t.Fatal(err)
+	}
+	return anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{Name: "get_weather", Description: anthropic.String("The weather in a city"),
+		InputSchema: anthropic.ToolInputSchemaParam{Properties: s["properties"], Required: []string{"city", "unit"},
+			ExtraFields: map[string]any{"additionalProperties": false}}}}
+}
+
+// The text of a greedy answer is the engine's own output on the prompt the
+// template renders, and usage counts its tokens (the engine's run is the
+// reference, not our own answer).
+func TestAnthropicTextMatchesEngine(t *testing.T) {
+	ts := qwen35Server(t, 4, Options{})
+	c := ts.anthropic()
+	msg, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "test-model", MaxTokens: 12, Temperature: anthropic.Float(0),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Write a Go function."))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, text := referenceGenerate(t, ts, []chat.Message{{Role: "user", Content: chat.TextContent("Write a Go function.")}},
+		engine.Request{MaxTokens: 12})
+	var got strings.Builder
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "thinking":
+			got.WriteString("<think>" + b.Thinking + "</think>")
+		case "text":
+			got.WriteString(b.Text)
+		default:
+			t.Fatalf("block %q", b.Type)
+		}
+	}
+	if got.String() != text {
+		t.Errorf("text %q, engine %q", got.String(), text)
+	}
+	u := msg.Usage
+	if int(u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens) != len(res.Prompt) || int(u.OutputTokens) != len(res.Tokens) {
+		t.Errorf("usage %s, want %d prompt and %d output tokens", u.RawJSON(), len(res.Prompt), len(res.Tokens))
+	}
+	wantStop := anthropic.StopReasonEndTurn
+	if res.FinishReason == "length" {
+		wantStop = anthropic.StopReasonMaxTokens
+	}
+	if msg.StopReason != wantStop || msg.Type != "message" || msg.Role != "assistant" || !strings.HasPrefix(msg.ID, "msg_") {
+		t.Errorf("stop_reason %q type %q role %q id %q", msg.StopReason, msg.Type, msg.Role, msg.ID)
+	}
+}
+
+// anthropicEventOrder checks a stream's event names against the documented
+// grammar: message_start, ping*, (content_block_start
+// content_block_delta* content_block_stop)*, message_delta, message_stop.
+func anthropicEventOrder(t *testing.T, names []string) {
+	t.Helper()
+	state := "start"
+	for i, n := range names {
+		ok := false
+		switch state {
+		case "start":
+			ok, state = n == "message_start", "between"
+		case "between":
+			switch n {
+			case "ping":
+				ok = true
+			case "content_block_start":
+				ok, state = true, "block"
+			case "message_delta":
+				ok, state = true, "delta"
+			}
+		case "block":
+			switch n {
+			case "content_block_delta", "ping":
+				ok = true
+			case "content_block_stop":
+				ok, state = true, "between"
+			}
+		case "delta":
+			ok, state = n == "message_stop", "end"
+		}
+		if !ok {
+			t.Fatalf("event %d %q out of order (state %s): %v", i, n, state, names)
+		}
+	}
+	if state != "end" {
+		t.Fatalf("stream ended in state %s: %v", state, names)
+	}
+}
+
+// Streamed and whole answers agree at temperature 0 (blocks and usage),
+// with a forced tool call, and the stream's events come in order.
+func TestAnthropicStreamEqualsWhole(t *testing.T) {
+	ts := qwen35Server(t, 4, Options{})
+	c := ts.anthropic()
+	for _, forced := range []bool{false, true} {
+		p := anthropic.MessageNewParams{
+			Model: "test-model", MaxTokens: 60, Temperature: anthropic.Float(0),
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo?"))},
+		}
+		if forced {
+			p.Tools = []anthropic.ToolUnionParam{weatherTool(t)}
+			p.ToolChoice = anthropic.ToolChoiceParamOfTool("get_weather")
+			p.Thinking = anthropic.ThinkingConfigParamUnion{OfDisabled: &anthropic.ThinkingConfigDisabledParam{}}
+		}
+		whole, err := c.Messages.New(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stream := c.Messages.NewStreaming(context.Background(), p)
+		var acc anthropic.Message
+		var names []string
+		for stream.Next() {
+			ev := stream.Current()
+			names = append(names, ev.Type)
+			if err := acc.Accumulate(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		anthropicEventOrder(t, names)
+		if len(acc.Content) != len(whole.Content) {
+			t.Fatalf("forced %v: %d streamed blocks, %d whole: %s / %s", forced, len(acc.Content), len(whole.Content), acc.RawJSON(), whole.RawJSON())
+		}
+		for i := range whole.Content {
+			a, b := acc.Content[i], whole.Content[i]
+			if a.Type != b.Type || a.Text != b.Text || a.Thinking != b.Thinking || a.Name != b.Name || !sameJSON(a.Input, b.Input) {
+				t.Errorf("forced %v block %d: streamed %s %q %q %s, whole %s %q %q %s", forced, i, a.Type, a.Text, a.Thinking, a.Input, b.Type, b.Text, b.Thinking, b.Input)
+			}
+		}
+		if acc.StopReason != whole.StopReason || acc.Usage.OutputTokens != whole.Usage.OutputTokens ||
+			acc.Usage.InputTokens+acc.Usage.CacheReadInputTokens != whole.Usage.InputTokens+whole.Usage.CacheReadInputTokens {
+			t.Errorf("forced %v: streamed stop %q usage %s, whole %q %s", forced, acc.StopReason, acc.Usage.RawJSON(), whole.StopReason, whole.Usage.RawJSON())
+		}
+		if forced && whole.StopReason != anthropic.StopReasonToolUse {
+			t.Errorf("a forced call ends with %q", whole.StopReason)
+		}
+	}
+}
+
+// A forced call's input is valid against its schema; sent back with its
+// result, the conversation goes on, its second turn served in part from
+// the prefix cache; count_tokens says what the turn is charged.
+func TestAnthropicToolRoundTrip(t *testing.T) {
+	ts := cachedQwen35Server(t)
+	c := ts.anthropic()
+	judge := compileSchema(t, anthWeatherSchema)
+	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo?"))}
+	p := anthropic.MessageNewParams{Model: "test-model", MaxTokens: 300, Temperature: anthropic.Float(0.8), TopK: anthropic.Int(40),
+		System: []anthropic.TextBlockParam{{Text: strings.Repeat("You check the weather for the user, city by city. ", 60)}}, Messages: msgs,
+		Tools: []anthropic.ToolUnionParam{weatherTool(t)}, ToolChoice: anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}}
+	first, err := c.Messages.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var use *anthropic.ContentBlockUnion
+	for i := range first.Content {
+		if first.Content[i].Type == "tool_use" {
+			use = &first.Content[i]
+		}
+	}
+	if use == nil || first.StopReason != anthropic.StopReasonToolUse {
+		t.Fatalf("no tool_use (stop %q): %s", first.StopReason, first.RawJSON())
+	}
+	validates(t, judge, string(use.Input))
+	if use.Name != "get_weather" || !strings.HasPrefix(use.ID, "toolu_") {
+		t.Errorf("tool_use name %q id %q", use.Name, use.ID)
+	}
+	p.Messages = append(msgs, first.ToParam(), anthropic.NewUserMessage(anthropic.NewToolResultBlock(use.ID, "12 C, rain", false)))
+	p.ToolChoice = anthropic.ToolChoiceUnionParam{OfAuto: &anthropic.ToolChoiceAutoParam{}}
+	p.MaxTokens = 8
+	count, err := c.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{Model: "test-model",
+		System: anthropic.MessageCountTokensParamsSystemUnion{OfTextBlockArray: p.System}, Messages: p.Messages,
+		Tools: []anthropic.MessageCountTokensToolUnionParam{{OfTool: p.Tools[0].OfTool}}, ToolChoice: p.ToolChoice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Messages.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := second.Usage
+	if charged := u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens; charged != count.InputTokens {
+		t.Errorf("count_tokens %d, the turn was charged %d (%s)", count.InputTokens, charged, u.RawJSON())
+	}
+	if u.CacheReadInputTokens == 0 {
+		t.Errorf("the second turn read nothing from the prefix cache: %s", u.RawJSON())
+	}
+}
+
+// Errors come in Anthropic's shape with the matching status, the key's
+// and the media type's included.
+func TestAnthropicErrors(t *testing.T) {
+	ts := qwen35Server(t, 4, Options{APIKey: "sekrit"})
+	c := ts.anthropic(aoption.WithAPIKey("sekrit"))
+	user := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}
+	check := func(name string, err error, status int, typ, mention string) {
+		t.Helper()
+		var ae *anthropic.Error
+		if !errors.As(err, &ae) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var body struct {
+			Type  string `json:"type"`
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if e := json.Unmarshal([]byte(ae.RawJSON()), &body); e != nil {
+			t.Fatalf("%s: %v: %s", name, e, ae.RawJSON())
+		}
+		if ae.StatusCode != status || body.Type != "error" || body.Error.Type != typ || !strings.Contains(body.Error.Message, mention) {
+			t.Errorf("%s: status %d, body %s; want %d %s mentioning %q", name, ae.StatusCode, ae.RawJSON(), status, typ, mention)
+		}
+	}
+	wrong := ts.anthropic(aoption.WithAPIKey("wrong"))
+	_, err := wrong.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "test-model", MaxTokens: 4, Messages: user})
+	check("key", err, 401, "authentication_error", "key")
+	_, err = c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "nope", MaxTokens: 4, Messages: user})
+	check("model", err, 404, "not_found_error", "nope")
+	_, err = c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "test-model", MaxTokens: 4,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewImageBlockBase64("image/png", "iVBORw0KGgo="))}})
+	check("image", err, 400, "invalid_request_error", "messages[0].content[0]")
+	_, err = c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "test-model", MaxTokens: 4, Messages: user,
+		ToolChoice: anthropic.ToolChoiceParamOfTool("missing")})
+	check("tool_choice", err, 400, "invalid_request_error", "missing")
+	_, err = c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "test-model", MaxTokens: 4, Messages: user},
+		aoption.WithJSONDel("max_tokens"))
+	check("max_tokens", err, 400, "invalid_request_error", "max_tokens")
+
+	status, _, data := post(t, ts.URL+"/v1/messages?beta=true", `{}`, "Authorization", "bearer nope")
+	if status != 401 || !strings.Contains(string(data), `"authentication_error"`) || !strings.HasPrefix(string(data), `{"type":"error"`) {
+		t.Errorf("wrong bearer key: %d %s", status, data)
+	}
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/messages", strings.NewReader(`{}`))
+	req.Header.Set("X-Api-Key", "sekrit")
+	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 415 {
+		t.Errorf("a cross-site text/plain body: %d", resp.StatusCode)
+	}
+}
+
+// output_config.format holds the answer to a JSON schema.
+func TestAnthropicJSONSchemaOutput(t *testing.T) {
+	ts := qwen35Server(t, 4, Options{})
+	c := ts.anthropic()
+	var schema map[string]any
+	json.Unmarshal([]byte(anthWeatherSchema), &schema)
+	for seed := range 2 {
+		msg, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "test-model", MaxTokens: 120, Temperature: anthropic.Float(1),
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo as JSON"))},
+			Thinking: anthropic.ThinkingConfigParamUnion{OfDisabled: &anthropic.ThinkingConfigDisabledParam{}}},
+			aoption.WithJSONSet("output_config", map[string]any{"format": map[string]any{"type": "json_schema", "schema": schema}}),
+			aoption.WithJSONSet("top_k", 50+seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text string
+		for _, b := range msg.Content {
+			if b.Type == "text" {
+				text += b.Text
+			}
+		}
+		if msg.StopReason != anthropic.StopReasonEndTurn {
+			t.Fatalf("stop %q: %s", msg.StopReason, msg.RawJSON())
+		}
+		validates(t, compileSchema(t, anthWeatherSchema), text)
+	}
+}
+
+// sameJSON reports whether two JSON texts hold the same value (a streamed
+// call's input keeps the model's whitespace, the whole answer's is
+// compacted).
+func sameJSON(a, b json.RawMessage) bool {
+	if len(a) == 0 && len(b) == 0 {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// cachedQwen35Server is qwen35Server with a prefix cache, for the tests
+// of cached prompt tokens.
+func cachedQwen35Server(t *testing.T) *testServer {
+	t.Helper()
+	path := qwen35Model(t)
+	key := path + "#cache"
+	if e, ok := engines.Load(key); ok {
+		return startServer(t, e.(*engine.Engine), 4, Options{})
+	}
+	e, err := engine.Load(path, engine.Options{Threads: 1, KVType: tensor.F16, ContextLen: qwen35TestContext, MaxSequences: 1,
+		CacheMaxBytes: 1 << 30, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engines.Store(key, e)
+	return startServer(t, e, 4, Options{})
+}
