@@ -186,7 +186,7 @@ func TestResponsesPreviousResponseID(t *testing.T) {
 	out := responses.ResponseInputItemParamOfFunctionCallOutput("12 C, rain")
 	out.OfFunctionCallOutput.CallID = openai.String(call.CallID)
 	second, err := c.Responses.New(context.Background(), responses.ResponseNewParams{Model: "test-model", MaxOutputTokens: openai.Int(8),
-		Instructions: openai.String(strings.Repeat("You check the weather for the user, city by city. ", 60)),
+		Instructions:       openai.String(strings.Repeat("You check the weather for the user, city by city. ", 60)),
 		PreviousResponseID: openai.String(first.ID), Tools: []responses.ToolUnionParam{weatherFunction(t)},
 		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{out}}})
 	if err != nil {
