@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"runtime/debug"
 
 	"github.com/edgellmd/edgellmd/engine"
@@ -15,39 +13,24 @@ import (
 // systemFingerprint is the system_fingerprint of the API's answers. OpenAI
 // defines it as the backend configuration the model runs with: with the
 // same seed, two answers may differ only if it does. It hashes what decides
-// the arithmetic: the model file (its size and a SHA-256 of its header,
-// metadata and tensor table, as engine/fingerprint.go identifies a file for
-// the prefix cache, without the modification time, which a copy changes),
-// edgellmd's version and the commit it was built from, the engine (the CPU,
-// whose kernels give the same bits everywhere, or a GPU with its driver),
-// the KV cache type and the NVFP4 activations. Written as OpenAI writes its
-// own: "fp_" and hex digits. desc is the text hashed, for the log.
+// the arithmetic: the model file's content (gguf.Fingerprint, the same
+// identity the prefix cache uses: size and hashes, not the path or the
+// modification time, which a copy changes), edgellmd's version and the
+// commit it was built from, the engine (the CPU, whose kernels give the same
+// bits everywhere, or a GPU with its driver), the KV cache type and the NVFP4
+// activations. Written as OpenAI writes its own: "fp_" and hex digits. desc
+// is the text hashed, for the log.
 func systemFingerprint(path, version string, dev engine.DeviceInfo, kvType, activations string) (fp, desc string, err error) {
-	f, err := gguf.Open(path)
+	model, err := gguf.Fingerprint(path)
 	if err != nil {
 		return "", "", fmt.Errorf("system fingerprint: %w", err)
-	}
-	header := f.DataOffset
-	f.Close()
-	file, err := os.Open(path)
-	if err != nil {
-		return "", "", fmt.Errorf("system fingerprint: %w", err)
-	}
-	defer file.Close()
-	st, err := file.Stat()
-	if err != nil {
-		return "", "", fmt.Errorf("system fingerprint: %w", err)
-	}
-	h := sha256.New()
-	if _, err := io.CopyN(h, file, header); err != nil {
-		return "", "", fmt.Errorf("system fingerprint: %s: %w", path, err)
 	}
 	eng := "cpu"
 	if dev.Engine != "" && dev.Engine != engine.EngineCPU {
 		eng = fmt.Sprintf("%s device=%q driver=%q", dev.Engine, dev.Name, dev.Driver)
 	}
-	desc = fmt.Sprintf("model=%x size=%d edgellmd=%s%s engine=%s kv=%s activations=%s",
-		h.Sum(nil)[:16], st.Size(), version, buildRevision(), eng, kvType, activations)
+	desc = fmt.Sprintf("%s edgellmd=%s%s engine=%s kv=%s activations=%s",
+		model, version, buildRevision(), eng, kvType, activations)
 	sum := sha256.Sum256([]byte(desc))
 	return "fp_" + hex.EncodeToString(sum[:8]), desc, nil
 }

@@ -350,7 +350,7 @@ func Load(path string, opt Options) (*Engine, error) {
 		// snapshot.go), and model.LayoutOf knows only the CPU's states.
 		so := state.Options{MaxBytes: opt.CacheMaxBytes, Model: cpuModel, Log: opt.Log}
 		if opt.CacheDir != "" {
-			fp, err := cacheFingerprint(path, f.DataOffset, opt.KVType, opt.Activations, dev)
+			fp, err := cacheFingerprint(path, opt.KVType, opt.Activations, dev)
 			if err != nil {
 				e.Close()
 				return nil, err

@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"crypto/sha256"
 	"fmt"
-	"io"
-	"os"
 
+	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -15,30 +13,20 @@ import (
 const cacheNumerics = 1
 
 // cacheFingerprint names what makes a persisted snapshot usable: the model
-// file (its size, modification time and a SHA-256 of its header, metadata
-// and tensor table, which a re-quantized or converted file changes), the KV
-// cache type, the NVFP4 activation mode, the numerics version and the
-// engine that computed it: the CPU, or a GPU named with its driver (shaders
-// round differently from the CPU kernels, and a driver update may change a
-// GPU's arithmetic), so a cache written by one is never restored by the
-// other. Hashing the whole file would take seconds for a large model at
-// every start.
-func cacheFingerprint(path string, dataOffset int64, kv tensor.DType, act tensor.NVFP4Activations, dev DeviceInfo) (string, error) {
-	f, err := os.Open(path)
+// file's content (gguf.Fingerprint: its size and hashes of its header and of
+// sampled tensor data, not its path or modification time, so a copied or
+// restored file keeps its cache), the KV cache type, the NVFP4 activation
+// mode, the numerics version and the engine that computed it: the CPU, or a
+// GPU named with its driver (shaders round differently from the CPU kernels,
+// and a driver update may change a GPU's arithmetic), so a cache written by
+// one is never restored by the other.
+func cacheFingerprint(path string, kv tensor.DType, act tensor.NVFP4Activations, dev DeviceInfo) (string, error) {
+	model, err := gguf.Fingerprint(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.LimitReader(f, dataOffset)); err != nil {
-		return "", fmt.Errorf("%s: fingerprint: %w", path, err)
-	}
-	return fmt.Sprintf("edgellmd-prefix-cache numerics=%d model=%x size=%d mtime=%d kv=%s activations=%d %s",
-		cacheNumerics, h.Sum(nil)[:16], st.Size(), st.ModTime().UnixNano(), kv, act, engineFingerprint(dev)), nil
+	return fmt.Sprintf("edgellmd-prefix-cache numerics=%d %s kv=%s activations=%d %s",
+		cacheNumerics, model, kv, act, engineFingerprint(dev)), nil
 }
 
 // engineFingerprint is the engine part of the fingerprint: "engine=cpu"
