@@ -225,7 +225,11 @@ void main() {
         }
         barrier();
     }
-    const float inv = S == 0.0 ? 0.0 : 1.0 / S;
+    // 1/S as the CPU's correctly rounded float32 division: Vulkan lets a
+    // float division be off by 2.5 ulp (NVIDIA's is), a float64 one is
+    // exact to far below a float32 ulp, and rounding it to float32 is the
+    // CPU's bits (the exact 1/S of a float S is never a float32 midpoint).
+    const float inv = S == 0.0 ? 0.0 : float(1.0LF / double(S));
     for (uint k = 0u; k < PER; k++) {
         const uint d = tid + k * WG;
         if (d < hd) outv[pc.oOff + wg * hd + d] = acc[k] * inv;
