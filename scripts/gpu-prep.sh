@@ -3,7 +3,7 @@
 # run of scripts/gpu-check.sh on a GPU machine that has no Go toolchain,
 # no network and maybe no Vulkan loader (the device tool's machines):
 # bin/edgellmd and the test binaries (make gpu-test), and the amd64
-# libvulkan1 .deb in .gl/ (git-ignored; gpu-check.sh unpacks it there when
+# libvulkan1 and GL dispatch .debs in .gl/ (git-ignored; gpu-check.sh unpacks it there when
 # the loader is missing). Then, with the device tool:
 #   run(command="sh scripts/gpu-check.sh", carry=["bin/edgellmd", "bin/gpu.test", "bin/gpu-vk.test", ".gl"], timeout_s=540)
 set -eu
@@ -17,6 +17,7 @@ o="-q -oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$
 # shellcheck disable=SC2086 # $o is a list of options
 apt-get $o update >/dev/null
 # shellcheck disable=SC2086
-(cd .gl && apt-get $o download libvulkan1 >/dev/null)
+# NVIDIA's ICD (libGLX_nvidia.so.0) needs the GL dispatch libraries too.
+(cd .gl && apt-get $o download libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libopengl0 libgles2 >/dev/null)
 rm -rf "$L"
 ls -l bin/edgellmd bin/gpu.test bin/gpu-vk.test .gl/
