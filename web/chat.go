@@ -278,6 +278,7 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 			idPrefix = "call_"
 		}
 		plan.split = chat.NewParser(p.Chat.Tools, chat.ParserOptions{StartInReasoning: reasoningOpen, IDPrefix: idPrefix + randomHex(4) + "_"})
+		plan.callOpen = "<tool_call>"
 	} else {
 		plan.split = newReasoningSplitter(reasoningOpen)
 	}

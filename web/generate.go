@@ -44,7 +44,11 @@ type genPlan struct {
 	// reasoning freely, and force (possibly empty: a response_format
 	// grammar) follows "</think>" + afterReasoning; the constraint holds
 	// from there.
-	force          string
+	force string
+	// callOpen starts a tool call in the output ("<tool_call>") when the
+	// output is parsed for calls: a call cut by the token limit before it
+	// could be parsed is dropped from the text (endText).
+	callOpen       string
 	mayReason      bool
 	reasoningOpen  bool // the prompt ends inside <think>
 	afterReasoning string
@@ -184,7 +188,7 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 		if plan.maxTokens > 0 {
 			if req.MaxTokens = plan.maxTokens - used; req.MaxTokens <= 0 {
 				out.finish = "length"
-				sink(dec.finish())
+				sink(plan.endText(dec, out.finish))
 				return out, nil
 			}
 		}
@@ -200,7 +204,7 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 		if plan.force != "" && errors.Is(err, engine.ErrContextFull) && out.outputTokens > 0 {
 			// The reasoning and the forced markup filled the context.
 			out.finish = "length"
-			sink(dec.finish())
+			sink(plan.endText(dec, out.finish))
 			return out, nil
 		}
 		return out, err
@@ -209,8 +213,50 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 	if m := dec.stops.matched; m != nil && m.client {
 		out.stopSequence = m.text
 	}
-	sink(dec.finish())
+	sink(plan.endText(dec, out.finish))
 	return out, nil
+}
+
+// endText ends the text of a generation that finished for reason finish.
+// When the token limit cut a tool call before its name and arguments began
+// (the parser then gives its text back as content), the call is dropped:
+// partial markup never reaches the content. A call cut later is reported
+// as far as it got, with finish reason "length".
+func (plan *genPlan) endText(dec *textDecoder, finish string) []chat.Delta {
+	ds := dec.finish()
+	if finish != "length" || plan.callOpen == "" {
+		return ds
+	}
+	return dropCutCall(ds, plan.callOpen)
+}
+
+// dropCutCall removes the content from the first open (or from a start of
+// open at its very end) on.
+func dropCutCall(ds []chat.Delta, open string) []chat.Delta {
+	out := ds[:0:0]
+	for i, d := range ds {
+		if d.Content != "" {
+			j := strings.Index(d.Content, open)
+			if j < 0 && i == len(ds)-1 {
+				if n := partialSuffix(d.Content, open); n > 0 {
+					j = len(d.Content) - n
+				}
+			}
+			if j >= 0 {
+				if kept := strings.TrimRight(d.Content[:j], " \t\r\n"); kept != "" {
+					out = append(out, chat.Delta{Content: kept})
+				}
+				for _, rest := range ds[i+1:] {
+					if rest.Content == "" {
+						out = append(out, rest)
+					}
+				}
+				return out
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // request is the engine request of plan, without its constraint.
@@ -270,7 +316,7 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 	if m := dec.stops.matched; m != nil && m.client {
 		out.stopSequence = m.text
 	}
-	sink(dec.finish())
+	sink(plan.endText(dec, out.finish))
 	return nil, true, nil
 }
 
