@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/edgellmd
 MODEL   ?= testdata/models/stories260K.gguf
 
-.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check mesa26-root gpu-test-mesa26
+.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check mesa26-root gpu-test-mesa26 agents-check
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/edgellmd
@@ -117,6 +117,12 @@ gpu-test-mesa26: mesa26-root gpu-test
 # says more; DEVICE=gpu:0 tries it on lavapipe).
 gpu-check:
 	GO=$(GO) sh scripts/gpu-check.sh
+
+# The coding agents (Claude Code, Codex, Qwen Code, OpenCode), installed
+# with Node 22 from npm under bin/agents, each for one non-interactive turn
+# against the daemon on a synthetic qwen35 model (scripts/agents-check.sh).
+agents-check:
+	GO=$(GO) bash scripts/agents-check.sh
 
 clean:
 	rm -rf bin
