@@ -22,6 +22,7 @@ import (
 	sd "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
@@ -226,6 +227,9 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 	}
 	// One count over every listener: a client past a cap gets a 503 at once.
 	limit := web.NewConnLimit(cfg.API.MaxConnections, cfg.API.MaxConnectionsPerClient)
+	if err := checkOpenFiles(cfg.API.MaxConnections); err != nil {
+		d.log.Warn().Err(err).Msg("api.max_connections exceeds the open-files limit")
+	}
 	for i := range lns {
 		lns[i] = limit.Listener(lns[i])
 	}
@@ -265,7 +269,7 @@ func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
 	if interval, err := sd.SdWatchdogEnabled(false); err != nil {
 		d.log.Warn().Err(err).Msg("systemd watchdog settings unreadable: watchdog off")
 	} else if interval > 0 {
-		d.log.Info().Dur("interval", interval).Msg("systemd watchdog on")
+		d.log.Info().Dur("interval_ms", interval).Msg("systemd watchdog on")
 		g.Go(func() error {
 			watchdog(bgCtx, interval, func(now time.Time) bool { return d.alive(now, interval) },
 				func() { d.sd.send(sd.SdNotifyWatchdog) }, d.log)
@@ -442,7 +446,7 @@ func (d *Daemon) drain(srv *http.Server, timeout time.Duration, signals <-chan o
 	if err == nil {
 		return
 	}
-	d.log.Warn().Dur("drain_timeout", timeout).Msg("requests still running at the drain deadline: cancelling them")
+	d.log.Warn().Dur("drain_timeout_ms", timeout).Msg("requests still running at the drain deadline: cancelling them")
 	cancelRequests()
 	grace, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel2()
@@ -463,7 +467,7 @@ func (d *Daemon) runStopHooks() {
 			d.log.Error().Err(err).Str("hook", h.name).Msg("stop hook failed")
 			continue
 		}
-		d.log.Info().Str("hook", h.name).Dur("took", time.Since(t0)).Msg("stop hook done")
+		d.log.Info().Str("hook", h.name).Dur("took_ms", time.Since(t0)).Msg("stop hook done")
 	}
 }
 
@@ -549,7 +553,7 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 	if d.wrap != nil {
 		h = d.wrap(h)
 	}
-	d.log.Info().Str("model", name).Dur("took", time.Since(t0)).Msg("model mapped")
+	d.log.Info().Str("model", name).Dur("took_ms", time.Since(t0)).Msg("model mapped")
 	return loadResult{eng: eng, sched: sched, handler: h, draft: cfg.Draft}
 }
 
@@ -746,4 +750,30 @@ type warnWriter struct{ log zerolog.Logger }
 func (w warnWriter) Write(p []byte) (int, error) {
 	w.log.Warn().Str("component", "http").Msg(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// fdHeadroom is the descriptors the daemon holds besides connections: the
+// model file, the prefix cache's segments, the config watch, listeners,
+// the journal and the GPU driver's.
+const fdHeadroom = 64
+
+// checkOpenFiles says when maxConnections (and fdHeadroom) do not fit in the
+// process's open-files limit (RLIMIT_NOFILE; Go raises the soft limit to
+// the hard one at start): connections past it would fail on accept with
+// "too many open files" instead of being answered 503 by the cap.
+func checkOpenFiles(maxConnections int) error {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return fmt.Errorf("reading RLIMIT_NOFILE: %w", err)
+	}
+	return fitsOpenFiles(maxConnections, rl.Cur)
+}
+
+func fitsOpenFiles(maxConnections int, limit uint64) error {
+	if limit == unix.RLIM_INFINITY || uint64(maxConnections)+fdHeadroom <= limit {
+		return nil
+	}
+	return fmt.Errorf("api.max_connections is %d, but the open-files limit (RLIMIT_NOFILE) is %d and about %d descriptors go to the model, the cache and the logs: "+
+		"connections past %d fail with \"too many open files\" instead of a 503; raise the limit (LimitNOFILE= in the systemd unit, ulimit -n) or lower api.max_connections",
+		maxConnections, limit, fdHeadroom, int64(limit)-fdHeadroom)
 }

@@ -51,7 +51,7 @@ func watchdog(ctx context.Context, interval time.Duration, alive func(now time.T
 				continue
 			}
 			if !withheld {
-				log.Error().Dur("watchdog", interval).Msg("engine worker shows no sign of life: withholding watchdog pings so that systemd restarts edgellmd")
+				log.Error().Dur("watchdog_ms", interval).Msg("engine worker shows no sign of life: withholding watchdog pings so that systemd restarts edgellmd")
 				withheld = true
 			}
 		}

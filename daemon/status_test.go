@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +146,10 @@ func TestStatusPageSeesTheDaemon(t *testing.T) {
 	}
 	if !warned {
 		t.Errorf("no warning about the bundled model in the log at start")
+	}
+	// Durations in the log carry their unit in the key.
+	if !regexp.MustCompile(`"took_ms":[0-9.]+,.*"message":"model mapped"`).MatchString(logs.String()) {
+		t.Errorf("the model mapped line has no took_ms:\n%s", logs.String())
 	}
 }
 

@@ -30,7 +30,7 @@ func (d *Daemon) waitIdle(sched *engine.Scheduler, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for sched.Running()+sched.Waiting() > 0 {
 		if time.Now().After(deadline) {
-			d.log.Warn().Dur("drain_timeout", timeout).Msg("model switch: requests still running at the drain deadline: cancelling them")
+			d.log.Warn().Dur("drain_timeout_ms", timeout).Msg("model switch: requests still running at the drain deadline: cancelling them")
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -54,7 +54,8 @@ func (u daemonUpdater) Apply(ctx context.Context, body io.Reader, allowDowngrade
 		plat.DeviceFamily = b.Family
 	}
 	res, err := update.Apply(ctx, body, update.Options{
-		StateDir: cfg.Update.StateDir, TrustedKeys: keys, Platform: plat, AllowDowngrade: allowDowngrade,
+		StateDir: cfg.Update.StateDir, TrustedKeys: keys, TrustedFrom: "update.trusted_dir " + cfg.Update.TrustedDir,
+		Platform: plat, AllowDowngrade: allowDowngrade, DowngradeHint: "add ?allow_downgrade=true to the URL",
 		Keep: cfg.Update.Keep, Log: d.log,
 		Check: update.EngineCheck(update.CheckOptions(cfg.Model.Threads)),
 	})

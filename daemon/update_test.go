@@ -189,6 +189,18 @@ func TestAdminUpdateSwapsTheServedModel(t *testing.T) {
 	}
 	resp.Body.Close()
 
+	// An older bundle: refused, and the answer says how this route
+	// allows it (its query parameter, not the command line's flag).
+	var older bytes.Buffer
+	if _, err := update.Pack(&older, bdir, update.PackOptions{Name: "stories", Version: "0.9.0",
+		HealthCheck: update.HealthCheck{Prompt: prompt, Tokens: want}}, priv); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := post("secret", older.Bytes()); code != http.StatusConflict ||
+		!strings.Contains(string(body), "?allow_downgrade=true") || strings.Contains(string(body), "--allow-downgrade") {
+		t.Fatalf("downgrade: %d %s", code, body)
+	}
+
 	shutdown()
 	addr, _ = startDaemon(t, cfgPath, exe)
 	if got := servedModels(t, addr); len(got) != 1 || got[0] != "stories-v2" {

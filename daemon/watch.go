@@ -75,7 +75,7 @@ func (cw configWatch) start() func(ctx context.Context) {
 		log.Warn().Err(err).Msg("config watch off: edits apply on SIGHUP (systemctl reload edgellmd)")
 		return nil
 	}
-	log.Debug().Dur("quiet_period", cw.debounce).Msg("watching the config file")
+	log.Debug().Dur("quiet_period_ms", cw.debounce).Msg("watching the config file")
 	return func(ctx context.Context) {
 		defer w.close()
 		cw.loop(ctx, w.events, dir, log)
@@ -139,7 +139,7 @@ func (cw configWatch) loop(ctx context.Context, events <-chan fileEvent, dir str
 				quiet.Reset(cw.debounce)
 			}
 		case <-stuck.C:
-			log.Warn().Dur("open_for", stuckWriterAfter).
+			log.Warn().Dur("open_for_ms", stuckWriterAfter).
 				Msg("the config file was written and is still open for writing: not reloaded until its writer closes it (systemctl reload edgellmd applies it now)")
 		case <-quiet.C:
 			cw.changed()

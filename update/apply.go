@@ -57,9 +57,16 @@ type Options struct {
 	// AllowDowngrade lets Apply install a version that is not newer than
 	// the current one (never the current one itself).
 	AllowDowngrade bool
-	Keep           int   // committed bundles to keep; <= 0 means DefaultKeep. Current and previous are always kept.
-	ReserveBytes   int64 // < 0 means none, 0 means DefaultReserveBytes
-	Log            zerolog.Logger
+	// DowngradeHint says how the caller's user allows a downgrade, for the
+	// refusal's message ("pass --allow-downgrade", "add
+	// ?allow_downgrade=true to the URL"); "" says nothing.
+	DowngradeHint string
+	// TrustedFrom says where TrustedKeys came from, for the refusal's
+	// message when there are none ("/etc/edgellmd/trusted.d").
+	TrustedFrom  string
+	Keep         int   // committed bundles to keep; <= 0 means DefaultKeep. Current and previous are always kept.
+	ReserveBytes int64 // < 0 means none, 0 means DefaultReserveBytes
+	Log          zerolog.Logger
 
 	// afterStep, when set, is called after each step of the sequence (tests
 	// end the process there to simulate a crash).
@@ -143,7 +150,11 @@ func Apply(ctx context.Context, r io.Reader, opt Options) (res Result, err error
 		return res, errors.New("update: Options.Check is nil: a bundle is never committed unchecked")
 	}
 	if len(opt.TrustedKeys) == 0 {
-		return res, fmt.Errorf("%w: no trusted keys (put a .pub file in /etc/edgellmd/trusted.d or pass --pubkey)", ErrSignature)
+		from := ""
+		if opt.TrustedFrom != "" {
+			from = " (" + opt.TrustedFrom + " holds no .pub file)"
+		}
+		return res, fmt.Errorf("%w: no trusted keys%s: nothing can verify the bundle's signature; put the public key it was signed with (KEYBASE.pub of edgellmd update keygen) there", ErrSignature, from)
 	}
 	keep := opt.Keep
 	if keep <= 0 {
@@ -185,7 +196,11 @@ func Apply(ctx context.Context, r io.Reader, opt Options) (res Result, err error
 		case m.Version == st.Current:
 			return res, fmt.Errorf("%w: version %s is installed and current", ErrAlreadyCurrent, m.Version)
 		case c <= 0 && !opt.AllowDowngrade:
-			return res, fmt.Errorf("%w: bundle %s is not newer than the current %s (pass --allow-downgrade to install it anyway)", ErrDowngrade, m.Version, st.Current)
+			hint := ""
+			if opt.DowngradeHint != "" {
+				hint = " (" + opt.DowngradeHint + " to install it anyway)"
+			}
+			return res, fmt.Errorf("%w: bundle %s is not newer than the current %s%s", ErrDowngrade, m.Version, st.Current, hint)
 		}
 	}
 	if err := checkSpace(bundles, m.totalBytes()+int64(len(raw))+int64(len(sig)), max(reserve, 0)); err != nil {
@@ -333,7 +348,7 @@ func readHead(tr *tar.Reader, keys []TrustedKey) (*Manifest, []byte, []byte, Tru
 	if len(sig) != ed25519.SignatureSize {
 		return nil, nil, nil, none, fmt.Errorf("%w: %s is %d bytes, an ed25519 signature is %d", ErrSignature, SignatureName, len(sig), ed25519.SignatureSize)
 	}
-	var ids []string
+	var tried []string
 	for _, k := range keys {
 		if len(k.Key) == ed25519.PublicKeySize && ed25519.Verify(k.Key, raw, sig) {
 			m, err := ParseManifest(raw)
@@ -342,9 +357,16 @@ func readHead(tr *tar.Reader, keys []TrustedKey) (*Manifest, []byte, []byte, Tru
 			}
 			return m, raw, sig, k, nil
 		}
-		ids = append(ids, KeyID(k.Key))
+		t := "key " + KeyID(k.Key)
+		if k.Source != "" {
+			t += " from " + k.Source
+		}
+		tried = append(tried, t)
 	}
-	return nil, nil, nil, none, fmt.Errorf("%w: %s does not verify with any of the %d trusted keys (%s)", ErrSignature, SignatureName, len(keys), strings.Join(ids, ", "))
+	// An ed25519 signature does not say which key made it: say which keys
+	// were tried and the two ways this happens.
+	return nil, nil, nil, none, fmt.Errorf("%w: %s does not verify with any of the %d trusted keys (%s): the bundle was signed with a private key whose public key is not trusted here, or %s was changed after signing",
+		ErrSignature, SignatureName, len(keys), strings.Join(tried, "; "), ManifestName)
 }
 
 // stage streams the remaining entries into dir, checking each against the

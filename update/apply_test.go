@@ -164,7 +164,8 @@ func TestTamperedBundlesRefused(t *testing.T) {
 	}{
 		{"flipped byte in a file", with(readme, entry{name: "model.gguf", data: flip(model.data, 40)}), ErrBadBundle, "sha256"},
 		{"flipped byte in the manifest", writeTar(t, []entry{{name: ManifestName, data: flip(raw, len(raw)/2)}, ents[1], readme, model}), ErrSignature, "does not verify"},
-		{"signed by an untrusted key", writeTar(t, []entry{ents[0], otherSig, readme, model}), ErrSignature, "does not verify"},
+		{"signed by an untrusted key", writeTar(t, []entry{ents[0], otherSig, readme, model}), ErrSignature,
+			"does not verify with any of the 1 trusted keys (key " + KeyID(kp.pub.Key) + " from " + kp.pub.Source + "): the bundle was signed with a private key whose public key is not trusted here, or manifest.json was changed after signing"},
 		{"signature truncated", writeTar(t, []entry{ents[0], {name: SignatureName, data: sig[:63]}, readme, model}), ErrSignature, "64"},
 		{"truncated tar, inside a file", good[:len(good)-1024-2000], ErrBadBundle, "truncated"},
 		{"truncated tar, between files", good[:len(good)-2048], ErrBadBundle, "truncated"},
@@ -228,6 +229,7 @@ func TestDowngradeRefused(t *testing.T) {
 	src := bundleDir(t, []byte("model"))
 	state := t.TempDir()
 	opt := testOptions(state, kp)
+	opt.DowngradeHint = "add ?allow_downgrade=true to the URL"
 	mustApply(t, pack(t, kp, src, "2.0.0", nil), opt)
 	before := snapshotTree(t, state)
 	for _, tc := range []struct {
@@ -237,6 +239,10 @@ func TestDowngradeRefused(t *testing.T) {
 		_, err := Apply(context.Background(), bytes.NewReader(pack(t, kp, src, tc.version, nil)), opt)
 		if !errors.Is(err, tc.want) {
 			t.Fatalf("%s: err %v, want %v", tc.version, err, tc.want)
+		}
+		// The caller's way to allow it, not another's (the CLI's flag).
+		if tc.want == ErrDowngrade && !strings.HasSuffix(err.Error(), "(add ?allow_downgrade=true to the URL to install it anyway)") {
+			t.Fatalf("%s: %v does not say how to allow it", tc.version, err)
 		}
 		if after := snapshotTree(t, state); after != before {
 			t.Fatalf("%s: state changed", tc.version)

@@ -249,7 +249,7 @@ func updateApply(args []string, stdout io.Writer, log zerolog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	res, err := update.Apply(ctx, in, update.Options{StateDir: *stateDir, TrustedKeys: keys, Check: update.EngineCheck(eopt),
-		Platform: plat, AllowDowngrade: *allowDowngrade, Keep: *keep, Log: log})
+		Platform: plat, AllowDowngrade: *allowDowngrade, DowngradeHint: "pass --allow-downgrade", Keep: *keep, Log: log})
 	if *asJSON {
 		if encErr := json.NewEncoder(stdout).Encode(res); encErr != nil {
 			return encErr

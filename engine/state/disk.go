@@ -321,7 +321,7 @@ func (d *disk) restore(ids []int) {
 	d.c.mu.Lock()
 	d.log.Info().Int("snapshots", d.st.RestoredEntries).Int64("bytes", d.st.RestoredBytes).
 		Int("in_memory", n).Int64("memory_bytes", bytes).
-		Dur("took", time.Since(d.scanFrom)).Msg("prefix cache: restored from disk")
+		Dur("took_ms", time.Since(d.scanFrom)).Msg("prefix cache: restored from disk")
 	d.c.mu.Unlock()
 }
 
