@@ -222,7 +222,12 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, emit func(Token) er
 	case s.stopped:
 		s.mu.Unlock()
 		return Result{}, ErrStopped
-	case s.queue.Len() >= s.depth:
+	case s.queue.Len() >= s.depth+s.idleSlots():
+		// A request that a free sequence slot will take at once does not
+		// wait: it counts against the queue's depth only while every slot
+		// is taken. Under a burst the dispatcher may not have run yet (one
+		// CPU: the submitters run first), and the queue then holds the
+		// requests about to start besides those that wait.
 		s.mu.Unlock()
 		return Result{}, ErrQueueFull
 	}
@@ -256,6 +261,11 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, emit func(Token) er
 		r := <-j.res
 		return r.res, r.err
 	}
+}
+
+// idleSlots are the sequence slots no running request holds.
+func (s *Scheduler) idleSlots() int {
+	return max(0, s.eng.MaxSequences()-int(s.running.Load()))
 }
 
 // Running is the number of requests being generated (at most the engine's

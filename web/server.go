@@ -114,8 +114,9 @@ type Server struct {
 	// ctxLen times it cannot fit, tokenized or not.
 	maxTokenBytes int
 	// tokenizing bounds the prompts tokenized at once, outside the
-	// engine's queue, to the queue's own bound: a slow prompt waits its
-	// turn like a generation, or is refused like one.
+	// engine's queue, to what the engine admits (its sequences and its
+	// queue): a slow prompt waits its turn like a generation, or is
+	// refused like one.
 	tokenizing chan struct{}
 	stored     *responseStore // the Responses API's stored responses
 }
@@ -130,7 +131,9 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv.tokenizing = make(chan struct{}, opt.Scheduler.Depth()+1)
+	// As many prompts may be tokenized at once as the engine admits: its
+	// sequences and its queue.
+	srv.tokenizing = make(chan struct{}, opt.Scheduler.Depth()+e.MaxSequences())
 	return srv, nil
 }
 
