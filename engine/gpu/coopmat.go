@@ -105,10 +105,16 @@ func ParseMatMul(s string) error {
 }
 
 // mmCoopMinVectors is the fewest vectors a product runs on cooperative
-// matrices with (Device.coopMin; tests lower it): one decode step (or a
-// few sequences' steps) is bound by reading the weights, which the scalar
-// shaders do with more workgroups.
-const mmCoopMinVectors = 4
+// matrices with (Device.coopMin; tests lower it). Below it the scalar
+// shaders are faster: they read each weight block once for up to 8
+// vectors from many more workgroups, while a cooperative-matrix workgroup
+// covers 64 rows × 64 vectors of NVIDIA's 16×16 tiles, mostly empty for a
+// decode step or a 16-node verify. On an H200 (BenchmarkMatMulPaths, the
+// 27B model's FFN shapes) the two cross between 32 and 64 vectors: Q8_0
+// at 64 vectors 977 against 1346 µs (up) and 1474 against 1373 (down), at
+// 128 1465 against 2645 and 1563 against 2654; at 16 the scalar shaders
+// take 366 µs where the tiles take 933.
+const mmCoopMinVectors = 64
 
 // coopTiles are the tiles a device's cooperative-matrix shaders use: none
 // (zero) on the scalar path.

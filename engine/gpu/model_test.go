@@ -840,3 +840,42 @@ func TestModelStateTooLarge(t *testing.T) {
 		t.Fatalf("after a failed state: %v", err)
 	}
 }
+
+// TestModelCoopMat runs the synthetic qwen35 files whose matrix products
+// have cooperative-matrix shaders (Q8_0, F16) with every pass on the
+// tensor cores, decode steps included (coopMin 1; in use only passes of
+// mmCoopMinVectors rows or more take them): logits against the CPU
+// engine within the tolerances TestModelQwen35Synth derives, and
+// speculative decoding, linear and tree, giving plain greedy decoding's
+// tokens on the same path.
+func TestModelCoopMat(t *testing.T) {
+	coopDevice(t, tile{}, tile{})
+	for _, c := range []struct {
+		typ string
+		kv  tensor.DType
+		tol float64
+	}{
+		{"Q8_0", tensor.F16, tolBlockQuant},
+		{"F16", tensor.F16, tolF16Cache},
+	} {
+		cpu, gm := loadPair(t, synthFile(t, "tiny", c.typ, true), c.kv, tensor.NVFP4ActQ8)
+		name := fmt.Sprintf("%s KV %v on cooperative matrices", c.typ, c.kv)
+		worst := forcedParity(t, name, cpu, gm, qwenPrompts, 24, c.tol)
+		t.Logf("%s: largest |GPU-CPU| logit %.2g of the largest logit (tolerance %.2g)", name, worst, c.tol)
+		const n, ctxLen = 24, 96
+		for _, cfg := range []speculative.Config{
+			{Mode: "linear", Steps: 3, TopK: 1, VerifyNodes: 3, Drafters: []string{"mtp", "suffix"}},
+			{Mode: "tree", Steps: 8, TopK: 2, VerifyNodes: 16, Drafters: []string{"mtp", "suffix"}},
+		} {
+			p := qwenPrompts[1]
+			want := greedy(t, gm, gm.NewState(ctxLen), p, n)
+			dec, err := speculative.New(gm, cfg, ctxLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := specGPU(t, gm, dec, p, n, ctxLen); !slices.Equal(got, want) {
+				t.Errorf("%s %s:\nspeculative %v\nplain       %v", name, cfg, got, want)
+			}
+		}
+	}
+}

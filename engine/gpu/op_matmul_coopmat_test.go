@@ -213,3 +213,77 @@ func TestMatMulPath(t *testing.T) {
 	}
 	t.Logf("auto: %s %s; coopmat: %v", want, d.CoopMatTiles(), err)
 }
+
+// BenchmarkMatMulPaths times MatMul on the 27B model's FFN shapes (a
+// small one on Vulkan-on-the-CPU devices) for one vector (a decode step),
+// 16 (a verify pass), 32 to 128, and 512 (a prefill chunk), on the scalar shaders and
+// on cooperative matrices where the device has them, by the GPU's
+// timestamps (the activation conversion included): TFLOPS of the product
+// and GB/s of weights read.
+//
+//	go test ./engine/gpu -run '^$' -bench MatMulPaths -benchtime 10x
+func BenchmarkMatMulPaths(b *testing.B) {
+	d := testDevice(b)
+	type shape struct {
+		name       string
+		rows, cols int
+	}
+	shapes := []shape{{"ffn_up_17408x5120", 17408, 5120}, {"ffn_down_5120x17408", 5120, 17408}}
+	if d.Info().Kind == KindCPU {
+		shapes = []shape{{"1024x1024", 1024, 1024}}
+	}
+	paths := []string{MatMulScalar}
+	if d.Info().CoopMat {
+		paths = append(paths, MatMulCoopMat)
+	}
+	defer d.SetMatMul(MatMulAuto)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.F16} {
+		for _, sh := range shapes {
+			cpuM := mmMatrix(b, rng, typ, sh.rows, sh.cols)
+			w, err := d.UploadMatrix("w", cpuM)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, n := range []int{1, 16, 32, 64, 128, 512} {
+				x := mmVectors(rng, n, sh.cols)
+				xb := mmBuffer(b, d, 0, f32Bytes(x), 0)
+				dBytes := 4 * int64(n) * int64(sh.rows)
+				db := mmBuffer(b, d, 0, nil, dBytes)
+				sBytes := MatMulScratchBytes(w, n, 0)
+				sb := mmBuffer(b, d, 0, nil, max(sBytes, 4))
+				for _, path := range paths {
+					if path == MatMulCoopMat && n < mmCoopMinVectors {
+						continue // the scalar path's, whatever the device's path
+					}
+					b.Run(fmt.Sprintf("%s/%s/n=%d/%s", typ, sh.name, n, path), func(b *testing.B) {
+						if err := d.SetMatMul(path); err != nil {
+							b.Fatal(err)
+						}
+						product := func() float64 {
+							r := d.Begin()
+							r.MatMul(db.Slice(0, dBytes), w, xb.Slice(0, 4*int64(len(x))), n, 0, sb.Slice(0, max(sBytes, 4)))
+							s, err := r.Submit()
+							if err != nil {
+								b.Fatal(err)
+							}
+							return s
+						}
+						product() // the pipelines are built at the first dispatch
+						b.ResetTimer()
+						var sec float64
+						for i := 0; i < b.N; i++ {
+							sec += product()
+						}
+						if sec > 0 {
+							b.ReportMetric(2*float64(sh.rows)*float64(sh.cols)*float64(n)*float64(b.N)/sec/1e12, "TFLOPS")
+							b.ReportMetric(float64(sh.rows)*float64(w.RowBytes)*float64(b.N)/sec/1e9, "weightGB/s")
+							b.ReportMetric(sec/float64(b.N)*1e6, "µs/product")
+						}
+					})
+				}
+			}
+			w.Free()
+		}
+	}
+}
