@@ -12,7 +12,7 @@ import (
 func cmdSynth(args []string, stdout io.Writer, log zerolog.Logger) error {
 	fs := newFlagSet("synth")
 	arch := fs.String("arch", "qwen35", "architecture (qwen35)")
-	size := fs.String("size", "tiny", "tiny (tests, a few MB), small (Qwen3 tokenizer replay tests), bench (hundreds of MB, for speed work) or 27b (the 27B model's layer shapes and vocabulary, 16 layers: GB)")
+	size := fs.String("size", "tiny", "tiny (tests, a few MB), small (Qwen3 tokenizer replay tests), kquant (rows of 256 values: llama-quantize's K-quant tests), bench (hundreds of MB, for speed work) or 27b (the 27B model's layer shapes and vocabulary, 16 layers: GB)")
 	layers := fs.Int("layers", 0, "decoder layers (0 = the size's own; every fourth is full attention)")
 	typ := fs.String("type", "", "weight matrix type: F32, F16, BF16 or Q8_0 (default F32 for tiny/small, F16 for bench, Q8_0 for 27b)")
 	tokJSON := fs.String("tokenizer", "", "Hugging Face tokenizer.json to embed (tokenizer_config.json beside it gives the chat template); default a small built-in byte-level vocabulary")

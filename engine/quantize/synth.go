@@ -80,6 +80,15 @@ var synthSizes = map[string]synthConfig{
 		ropeSections: [4]int32{11, 11, 10, 0}, convKernel: 4, stateSize: 128, groups: 8, valueHeads: 16,
 		defaultType: tensor.F16,
 	},
+	// kquant is the smallest shape whose every matrix has rows of a
+	// multiple of 256 values, so that llama-quantize writes K-quants (and
+	// not their legacy fallbacks) for all of them: the files of
+	// testdata/kquant stay a megabyte or so each.
+	"kquant": {
+		embd: 256, ff: 512, layers: 4, heads: 2, kvHeads: 1, headDim: 128, ropeDims: 32,
+		ropeSections: [4]int32{6, 5, 5, 0}, convKernel: 4, stateSize: 64, groups: 2, valueHeads: 4,
+		defaultType: tensor.F16,
+	},
 	// 27b has the layer shapes of Qwen3.5/3.6-27B (hidden 5120, FFN 17408,
 	// 24 query / 4 KV heads of 256, DeltaNet 16 key / 48 value heads of 128,
 	// vocabulary 248320; shared/design/reference/model-numerics.md) with 16
@@ -149,7 +158,7 @@ func newSynth(opt SynthOptions) (*synth, *tokenizer.Vocab, error) {
 	}
 	cfg, ok := synthSizes[opt.Size]
 	if !ok {
-		return nil, nil, fmt.Errorf("synth: size %q is not one of tiny, small, bench, 27b", opt.Size)
+		return nil, nil, fmt.Errorf("synth: size %q is not one of tiny, small, kquant, bench, 27b", opt.Size)
 	}
 	switch {
 	case opt.Layers < 0 || opt.Layers > 256:

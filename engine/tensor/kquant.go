@@ -416,22 +416,23 @@ func dotIQ4NL(row []byte, act []q8Act) float32 {
 	var acc [2]laneAcc
 	var w [32]int8
 	var s [8]int32
-	b := 0
-	for ; b+1 < nb; b++ {
+	step := func(b int) {
 		blk := row[b*iq4NLBytes : (b+1)*iq4NLBytes]
 		unpackLegacy(IQ4_NL, &w, blk)
 		lanes32(&s, &w, act[b].q[:])
 		acc[b&1].step(act[b].d*f16At(blk), &s)
 	}
-	if nb&1 == 1 {
-		b = nb - 1 // the pair loop stopped one block early
+	b := 0
+	for ; b+1 < nb; b += 2 {
+		step(b)
+		step(b + 1)
 	}
 	var sum laneAcc
 	for l := range sum {
 		sum[l] = acc[0][l] + acc[1][l]
 	}
 	sumf := sum.sum()
-	if nb&1 == 1 {
+	if b < nb { // the scalar tail
 		blk := row[b*iq4NLBytes : (b+1)*iq4NLBytes]
 		unpackLegacy(IQ4_NL, &w, blk)
 		var si int32

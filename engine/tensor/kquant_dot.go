@@ -216,3 +216,60 @@ func dotIQ4XS(row []byte, act []q8KAct) float32 {
 	}
 	return acc.sum()
 }
+
+// llama.cpp's CPU backend repacks Q4_0, IQ4_NL and Q4_K matrices whose row
+// count is a multiple of 8 into blocks of eight interleaved rows on CPUs
+// with AVX2 (ggml-cpu/repack.cpp: block_q4_0x8, block_iq4_nlx8,
+// block_q4_Kx8), and multiplies them with its gemv/gemm kernels
+// (ggml-cpu/arch/x86/repack.cpp), which keep one F32 accumulator per
+// output: per block, acc = fma(float(integer dot of the block), d_w*d_x,
+// acc); Q4_K's minimums in a second accumulator, subtracted at the end.
+// The activations are quantized to the same values as for vec_dot.
+// MatMul follows that arithmetic for those matrices (repackedAVX2), so
+// that the tokens match llama.cpp's AVX2 build.
+func repackedAVX2(t DType, rows int) bool {
+	return rows%8 == 0 && (t == Q4_0 || t == IQ4_NL || t == Q4_K)
+}
+
+// dotLegacyRepacked is gemv_q4_b32_8x8_q8_0_lut_avx's arithmetic for one
+// row (Q4_0, IQ4_NL).
+func dotLegacyRepacked(t DType, row []byte, act []q8Act) float32 {
+	bb := t.BlockBytes()
+	var w [32]int8
+	var acc float32
+	for b := range act[:len(row)/bb] {
+		blk := row[b*bb : (b+1)*bb]
+		unpackLegacy(t, &w, blk)
+		var s int32
+		for j := range w {
+			s += int32(w[j]) * int32(act[b].q[j])
+		}
+		acc = fma32(float32(s), f16At(blk)*act[b].d, acc)
+	}
+	return acc
+}
+
+// dotQ4KRepacked is ggml_gemv_q4_K_8x8_q8_K's (and gemm's) arithmetic for
+// one row.
+func dotQ4KRepacked(row []byte, act []q8KAct) float32 {
+	var w [qkK]int8
+	var sc [16]int32
+	var mins [8]int32
+	var acc, accMin float32
+	for b := range act[:len(row)/q4KBytes] {
+		blk, a := row[b*q4KBytes:(b+1)*q4KBytes], &act[b]
+		unpackQ45K(&w, &sc, &mins, blk[4:16], nil, blk[16:144])
+		var s, sm int32
+		for j := 0; j < 8; j++ {
+			var p int32
+			for k := 32 * j; k < 32*j+32; k++ {
+				p += int32(w[k]) * int32(a.q[k])
+			}
+			s += sc[2*j] * p
+			sm += mins[j] * (int32(a.bsums[2*j]) + int32(a.bsums[2*j+1]))
+		}
+		acc = fma32(float32(s), f16At(blk)*a.d, acc)
+		accMin = fma32(float32(sm), f16At(blk[2:])*a.d, accMin)
+	}
+	return acc - accMin
+}

@@ -305,6 +305,7 @@ func (j *mmJob) rows(worker, lo, hi int) {
 	rows := m.Rows
 	if k := actKind(m.Type); k != actNone {
 		rb := m.rowBytes()
+		repacked := repackedAVX2(m.Type, rows)
 		for v := 0; v < n; v++ {
 			out := j.dst[v*rows+lo : v*rows+hi]
 			for r := range out {
@@ -312,10 +313,16 @@ func (j *mmJob) rows(worker, lo, hi int) {
 				switch k {
 				case actQ8K:
 					nb := cols / qkK
-					out[r] = dotK(m.Type, w, j.actK[v*nb:(v+1)*nb])
+					if repacked {
+						out[r] = dotQ4KRepacked(w, j.actK[v*nb:(v+1)*nb])
+					} else {
+						out[r] = dotK(m.Type, w, j.actK[v*nb:(v+1)*nb])
+					}
 				case actQ8_0:
 					nb := cols / q8Block
-					if m.Type == IQ4_NL {
+					if repacked {
+						out[r] = dotLegacyRepacked(m.Type, w, j.actQ[v*nb:(v+1)*nb])
+					} else if m.Type == IQ4_NL {
 						out[r] = dotIQ4NL(w, j.actQ[v*nb:(v+1)*nb])
 					} else {
 						out[r] = dotLegacyQ8(m.Type, w, j.actQ[v*nb:(v+1)*nb])

@@ -92,13 +92,16 @@ int main(int argc, char **argv) {
     enum ggml_type legacy[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_IQ4_NL};
     enum ggml_type kq[] = {GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_IQ4_XS};
     FILE *f = fopen(argv[1], "wb");
-    uint32_t n = 2 * (5 + 6);
+    uint32_t n = 3 * (5 + 6);
     fwrite("KQG1", 1, 4, f);
     fwrite(&n, 4, 1, f);
     for (int e = 0; e < 2; e++) {
-        for (int i = 0; i < 5; i++) emit(f, legacy[i], e ? 544 : 96, 4, 3, e);   // 17 and 3 blocks: odd, for IQ4_NL's tail
+        // 17 and 3 blocks a row (odd: IQ4_NL's scalar tail), then 16 (even)
+        for (int i = 0; i < 5; i++) emit(f, legacy[i], e ? 544 : 96, 4, 3, e);
         for (int i = 0; i < 6; i++) emit(f, kq[i], e ? 512 : 256, 4, 3, e);
     }
+    for (int i = 0; i < 5; i++) emit(f, legacy[i], 512, 4, 3, 1);
+    for (int i = 0; i < 6; i++) emit(f, kq[i], 1024, 4, 3, 1);
     fclose(f);
     return 0;
 }
