@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	stdlog "log"
 	"net"
 	"net/http"
 	"os"
@@ -19,16 +18,13 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
-	sd "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/speculative"
 	"github.com/edgellmd/edgellmd/power"
-	"github.com/edgellmd/edgellmd/update"
 	"github.com/edgellmd/edgellmd/web"
 )
 
@@ -212,211 +208,6 @@ func (d *Daemon) OnStop(name string, fn func(context.Context) error) {
 
 // Ready says the model is loaded and requests are being served.
 func (d *Daemon) Ready() bool { return d.state.Load() == stateReady }
-
-// Run serves until ctx ends or signals delivers SIGTERM or SIGINT (SIGHUP
-// reloads the configuration), then drains and returns nil; an error is a
-// failed start (listener, model) or a listener that died.
-//
-// Start order: listener (a systemd socket-activated one if passed), then the
-// model loads while /health answers 503 "loading model", then READY=1.
-func (d *Daemon) Run(ctx context.Context, signals <-chan os.Signal) error {
-	cfg := d.Config()
-	lns, err := d.listeners(cfg.Listen)
-	if err != nil {
-		return err
-	}
-	// One count over every listener: a client past a cap gets a 503 at once.
-	limit := web.NewConnLimit(cfg.API.MaxConnections, cfg.API.MaxConnectionsPerClient)
-	if err := checkOpenFiles(cfg.API.MaxConnections); err != nil {
-		d.log.Warn().Err(err).Msg("api.max_connections exceeds the open-files limit")
-	}
-	for i := range lns {
-		lns[i] = limit.Listener(lns[i])
-	}
-	addrs := make([]string, len(lns))
-	for i, ln := range lns {
-		addrs[i] = "http://" + ln.Addr().String()
-	}
-	d.log.Info().Strs("listen", addrs).Msg("listening")
-
-	reqCtx, cancelCause := context.WithCancelCause(context.Background())
-	// Requests cancelled by the drain say so (web.ErrServerStopping), not
-	// that their client left.
-	cancelRequests := func() { cancelCause(web.ErrServerStopping) }
-	defer cancelRequests()
-	srv := &http.Server{
-		Handler:           http.HandlerFunc(d.serveHTTP),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return reqCtx },
-		ErrorLog:          stdlog.New(warnWriter{d.log}, "", 0),
-	}
-
-	// Every goroutine below is waited for before Run returns. Stopping is
-	// driven by the loop below, not by the group's context.
-	var g errgroup.Group
-	serveErr := make(chan error, len(lns))
-	for _, ln := range lns {
-		g.Go(func() error {
-			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				serveErr <- fmt.Errorf("serve %s: %w", ln.Addr(), err)
-			}
-			return nil
-		})
-	}
-	bgCtx, stopBackground := context.WithCancel(context.Background())
-	defer stopBackground()
-	if interval, err := sd.SdWatchdogEnabled(false); err != nil {
-		d.log.Warn().Err(err).Msg("systemd watchdog settings unreadable: watchdog off")
-	} else if interval > 0 {
-		d.log.Info().Dur("interval_ms", interval).Msg("systemd watchdog on")
-		g.Go(func() error {
-			watchdog(bgCtx, interval, func(now time.Time) bool { return d.alive(now, interval) },
-				func() { d.sd.send(sd.SdNotifyWatchdog) }, d.log)
-			return nil
-		})
-	}
-	g.Go(func() error { d.watchPower(bgCtx); return nil })
-	if debounce := d.opts.ConfigDebounce; debounce >= 0 {
-		if debounce == 0 {
-			debounce = DefaultConfigDebounce
-		}
-		cw := configWatch{path: d.configPath, debounce: debounce, log: d.log,
-			changed: func() { _ = d.reload(false) }} // logged and kept for the status page
-		if run := cw.start(); run != nil {
-			g.Go(func() error { run(bgCtx); return nil })
-		}
-	}
-
-	// An update interrupted by a crash or power loss is rolled back before
-	// anything is served; with model.path empty the committed bundle's
-	// model comes before the bundled one.
-	configured := cfg.Model.Path
-	if installed, err := update.Recover(cfg.Update.StateDir, d.log); err != nil {
-		d.log.Error().Err(err).Str("update.state_dir", cfg.Update.StateDir).Msg("update: recovery failed; serving model.path or the bundled model")
-	} else if configured == "" && installed != "" {
-		configured = installed
-		d.log.Info().Str("model", installed).Msg("serving the installed model bundle")
-	}
-	modelPath, err := findModel(configured, BundledModelPaths(d.executable()))
-	name := servedName(cfg.Model.Name, modelPath)
-	loaded := make(chan loadResult, 1)
-	if err != nil {
-		loaded <- loadResult{err: err}
-	} else {
-		d.setStatus(fmt.Sprintf("loading model %s (%s); listening at %s", name, modelPath, strings.Join(addrs, ", ")))
-		g.Go(func() error {
-			if d.beforeLoad != nil {
-				d.beforeLoad()
-			}
-			loaded <- d.load(cfg, modelPath, name)
-			return nil
-		})
-	}
-
-	workerCtx, stopWorker := context.WithCancel(context.Background())
-	defer func() { stopWorker() }()
-	var sched *engine.Scheduler
-	var eng *engine.Engine
-	var runErr error
-	loading := true
-	serve := func(res loadResult) {
-		d.installEngine(res)
-		ctx := workerCtx
-		g.Go(func() error { res.sched.Run(ctx); return nil })
-		d.sched.Store(res.sched)
-		d.handler.Store(&handlerBox{res.handler})
-		d.state.Store(stateReady)
-		dev := res.eng.Device()
-		d.log.Info().Str("model", name).Str("path", modelPath).Str("engine", dev.Engine).Str("device", dev.Name).
-			Strs("listen", addrs).Msg("ready")
-		if note := modelNote(modelPath); note != "" {
-			d.log.Warn().Str("model", modelPath).Msg(note)
-		}
-		d.setStatus(fmt.Sprintf("serving %s (%s) on %s at %s", name, modelPath, deviceWords(dev), strings.Join(addrs, ", ")), sd.SdNotifyReady)
-	}
-loop:
-	for {
-		select {
-		case res := <-loaded:
-			loading = false
-			if res.err != nil {
-				runErr = res.err
-				break loop
-			}
-			eng, sched = res.eng, res.sched
-			serve(res)
-		case sw := <-d.swaps:
-			if d.state.Load() != stateReady {
-				sw.done <- errNotServing
-				continue
-			}
-			// Drain the engine in use, stop its worker, close it, then load
-			// the new model; requests meanwhile get 503 "loading model".
-			d.state.Store(stateLoading)
-			d.setStatus(fmt.Sprintf("switching to model %s", sw.path))
-			d.waitIdle(sched, d.Config().API.DrainTimeout.D())
-			stopWorker()
-			<-sched.Done()
-			d.eng.Store(nil)
-			if err := eng.Close(); err != nil {
-				d.log.Warn().Err(err).Msg("closing the model")
-			}
-			eng, sched = nil, nil
-			workerCtx, stopWorker = context.WithCancel(context.Background())
-			modelPath, name = sw.path, servedName(cfg.Model.Name, sw.path)
-			res := d.load(d.Config(), modelPath, name)
-			if res.err != nil {
-				sw.done <- res.err
-				loading = true
-				loaded <- res
-				continue
-			}
-			// Serving before answering: whoever asked for the swap sees
-			// the new model on its next request.
-			eng, sched = res.eng, res.sched
-			serve(res)
-			sw.done <- nil
-		case sig := <-signals:
-			if sig == syscall.SIGHUP {
-				_ = d.Reload() // logged and kept for the status page
-				continue
-			}
-			d.log.Info().Str("signal", sig.String()).Msg("stopping")
-			break loop
-		case <-ctx.Done():
-			d.log.Info().Msg("stopping")
-			break loop
-		case err := <-serveErr:
-			runErr = err
-			break loop
-		}
-	}
-
-	d.state.Store(stateStopping)
-	d.sd.send(sd.SdNotifyStopping, "STATUS=stopping: draining requests")
-	d.drain(srv, d.Config().API.DrainTimeout.D(), signals, cancelRequests)
-	stopWorker()
-	stopBackground()
-	_ = g.Wait()
-	if loading { // stopped while the model was loading: the loader has finished now
-		if res := <-loaded; res.eng != nil {
-			eng = res.eng
-		}
-	}
-	d.runStopHooks()
-	if eng != nil {
-		if err := eng.Close(); err != nil {
-			d.log.Warn().Err(err).Msg("closing the model")
-		}
-	}
-	if runErr != nil {
-		d.log.Error().Err(runErr).Msg("stopped on error")
-		return runErr
-	}
-	d.log.Info().Msg("stopped")
-	return nil
-}
 
 // drain stops accepting connections and lets in-flight requests finish for
 // up to timeout, or until a second SIGTERM/SIGINT; then it cancels them
