@@ -59,3 +59,28 @@ func TestPassPanicBreaksEngine(t *testing.T) {
 		t.Errorf("a broken engine ran %d more pieces of model work", calls.Load()-before)
 	}
 }
+
+// TestGPURefusesKQuants: the GPU engine has no shaders for the K-quants
+// yet, so a Q4_K_M file asked to run there is refused at load with the
+// tensor, its type and what the GPU runs (before any device is opened:
+// this holds on a machine without one), never run on the CPU instead.
+func TestGPURefusesKQuants(t *testing.T) {
+	_, err := Load("../testdata/kquant/synth-kquant-Q4_K_M.gguf", Options{Threads: 1, KVType: tensor.F16, Device: "gpu:0", Log: zerolog.Nop()})
+	if err == nil {
+		t.Fatal("Load on gpu:0 accepted a Q4_K_M file")
+	}
+	for _, want := range []string{`tensor "output.weight" has type Q6_K`, "the GPU engine cannot run", "and 32 more", "F32, F16, BF16, Q8_0, NVFP4"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if !IsDeviceError(err) {
+		t.Errorf("error %T is not a DeviceError", err)
+	}
+	// The CPU engine runs it.
+	e, err := Load("../testdata/kquant/synth-kquant-Q4_K_M.gguf", Options{Threads: 1, KVType: tensor.F16, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+}
