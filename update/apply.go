@@ -91,6 +91,31 @@ type Result struct {
 	Error      string   `json:"error,omitempty"` // why it was refused or rolled back
 }
 
+// locked runs one sequence (Apply's, Rollback's) on the state directory:
+// under its lock, with an applier and the state as recovered (a sequence a
+// crash interrupted is put right first). what names the sequence in errors;
+// an error is kept in Result.Error too.
+func locked(opt Options, what string, seq func(a *applier, st *state, res *Result) error) (res Result, err error) {
+	defer func() {
+		if err != nil {
+			res.Error = err.Error()
+		}
+	}()
+	unlock, err := lockState(opt.StateDir, false)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	a := newApplier(opt.StateDir, opt.Log, opt.afterStep)
+	st, err := a.recover()
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", what, err)
+	}
+	res.Previous, res.Current = st.Current, st.Current
+	err = seq(a, st, &res)
+	return res, err
+}
+
 // applier runs one sequence under the state lock.
 type applier struct {
 	dir       string
@@ -168,48 +193,44 @@ func Apply(ctx context.Context, r io.Reader, opt Options) (res Result, err error
 	if err := os.MkdirAll(bundles, 0o755); err != nil {
 		return res, fmt.Errorf("update: %w", err)
 	}
-	unlock, err := lockState(opt.StateDir, false)
-	if err != nil {
-		return res, err
-	}
-	defer unlock()
-	a := newApplier(opt.StateDir, opt.Log, opt.afterStep)
-	st, err := a.recover()
-	if err != nil {
-		return res, fmt.Errorf("update: %w", err)
-	}
-	res.Previous, res.Current = st.Current, st.Current
+	return locked(opt, "update", func(a *applier, st *state, res *Result) error {
+		return a.apply(ctx, r, opt, st, res, keep, reserve)
+	})
+}
 
+// apply is Apply's sequence, under the state lock with st recovered.
+func (a *applier) apply(ctx context.Context, r io.Reader, opt Options, st *state, res *Result, keep int, reserve int64) error {
+	bundles := filepath.Join(opt.StateDir, bundlesName)
 	tr := tar.NewReader(r)
 	m, raw, sig, key, err := readHead(tr, opt.TrustedKeys)
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Name, res.Version, res.KeyID, res.KeySource = m.Name, m.Version, KeyID(key.Key), key.Source
 	a.step("verified")
 
 	if err := m.Compatible(opt.Platform); err != nil {
-		return res, err
+		return err
 	}
 	if st.Current != "" {
 		switch c := compareVersions(m.Version, st.Current); {
 		case m.Version == st.Current:
-			return res, fmt.Errorf("%w: version %s is installed and current", ErrAlreadyCurrent, m.Version)
+			return fmt.Errorf("%w: version %s is installed and current", ErrAlreadyCurrent, m.Version)
 		case c <= 0 && !opt.AllowDowngrade:
 			hint := ""
 			if opt.DowngradeHint != "" {
 				hint = " (" + opt.DowngradeHint + " to install it anyway)"
 			}
-			return res, fmt.Errorf("%w: bundle %s is not newer than the current %s%s", ErrDowngrade, m.Version, st.Current, hint)
+			return fmt.Errorf("%w: bundle %s is not newer than the current %s%s", ErrDowngrade, m.Version, st.Current, hint)
 		}
 	}
 	if err := checkSpace(bundles, m.totalBytes()+int64(len(raw))+int64(len(sig)), max(reserve, 0)); err != nil {
-		return res, err
+		return err
 	}
 
 	staging, err := os.MkdirTemp(bundles, stagingPrefix+m.Version+"-")
 	if err != nil {
-		return res, fmt.Errorf("update: %w", err)
+		return fmt.Errorf("update: %w", err)
 	}
 	staged := false
 	defer func() {
@@ -218,7 +239,7 @@ func Apply(ctx context.Context, r io.Reader, opt Options) (res Result, err error
 		}
 	}()
 	if err := a.stage(ctx, tr, m, raw, sig, staging); err != nil {
-		return res, err
+		return err
 	}
 	a.own(bundles)
 	a.ownTree(staging)
@@ -230,16 +251,16 @@ func Apply(ctx context.Context, r io.Reader, opt Options) (res Result, err error
 		a.trash = filepath.Join(bundles, trashPrefix+m.Version+"-"+randomSuffix())
 		if err := os.Rename(target, a.trash); err != nil {
 			a.trash = ""
-			return res, fmt.Errorf("update: %w", err)
+			return fmt.Errorf("update: %w", err)
 		}
 	}
 	if err := os.Rename(staging, target); err != nil {
 		a.restoreReplaced(m.Version)
-		return res, fmt.Errorf("update: %w", err)
+		return fmt.Errorf("update: %w", err)
 	}
 	staged = true
 	if err := syncDir(bundles); err != nil {
-		return res, err
+		return err
 	}
 	res.Bytes = m.totalBytes()
 	a.step("staged")
@@ -249,18 +270,18 @@ func Apply(ctx context.Context, r io.Reader, opt Options) (res Result, err error
 	if err := a.writeState(st); err != nil {
 		a.removeBundle(m.Version)
 		a.restoreReplaced(m.Version)
-		return res, err
+		return err
 	}
 	a.step("trial")
 	if err := a.setCurrent(m.Version); err != nil {
-		return res, a.rollBack(st, m.Version, err, &res)
+		return a.rollBack(st, m.Version, err, res)
 	}
 	a.step("swapped")
 
 	modelPath := a.modelPath(m.Version, m)
 	a.log.Info().Str("version", m.Version).Str("model", modelPath).Msg("update: bundle staged and current; running its health check")
 	if err := opt.Check(ctx, modelPath, m.HealthCheck); err != nil {
-		return res, a.rollBack(st, m.Version, fmt.Errorf("%w: %v", ErrHealthCheck, err), &res)
+		return a.rollBack(st, m.Version, fmt.Errorf("%w: %v", ErrHealthCheck, err), res)
 	}
 	a.step("checked")
 
@@ -275,7 +296,7 @@ func Apply(ctx context.Context, r io.Reader, opt Options) (res Result, err error
 		// Not committed: undo now (if that fails too, the trial is still
 		// recorded and Recover undoes it at the next start).
 		*st = trial
-		return res, a.rollBack(st, m.Version, fmt.Errorf("update: commit: %w", err), &res)
+		return a.rollBack(st, m.Version, fmt.Errorf("update: commit: %w", err), res)
 	}
 	a.step("committed")
 	res.Committed, res.Current, res.ModelPath = true, m.Version, modelPath
@@ -287,7 +308,7 @@ func Apply(ctx context.Context, r io.Reader, opt Options) (res Result, err error
 	}
 	res.Removed = drop
 	a.log.Info().Str("version", m.Version).Str("previous", from).Strs("removed", drop).Msg("update: bundle committed")
-	return res, nil
+	return nil
 }
 
 // rollBack puts current back on the trial's From after cause, records the
@@ -538,36 +559,27 @@ func Rollback(opt Options) (res Result, err error) {
 	if _, err := os.Stat(opt.StateDir); err != nil {
 		return res, fmt.Errorf("rollback: %w", err)
 	}
-	unlock, err := lockState(opt.StateDir, false)
-	if err != nil {
-		return res, err
-	}
-	defer unlock()
-	a := newApplier(opt.StateDir, opt.Log, opt.afterStep)
-	st, err := a.recover()
-	if err != nil {
-		return res, fmt.Errorf("rollback: %w", err)
-	}
-	res.Previous, res.Current = st.Current, st.Current
-	if st.Previous == "" {
-		return res, fmt.Errorf("%w (current is %q)", ErrNoPrevious, st.Current)
-	}
-	m, err := checkBundle(opt.StateDir, st.Previous)
-	if err != nil {
-		return res, fmt.Errorf("rollback: %w", err)
-	}
-	st.Current, st.Previous = st.Previous, st.Current
-	st.History = pushHistory(st.History, st.Current)
-	if err := a.writeState(st); err != nil {
-		return res, fmt.Errorf("rollback: %w", err)
-	}
-	a.step("rollback-state")
-	if err := a.setCurrent(st.Current); err != nil {
-		return res, fmt.Errorf("rollback: %w (the next start puts current right)", err)
-	}
-	res.Name, res.Version, res.Current, res.ModelPath, res.RolledBack, res.Committed = m.Name, st.Current, st.Current, a.modelPath(st.Current, m), true, true
-	a.log.Info().Str("version", st.Current).Str("from", st.Previous).Msg("update: rolled back to the previous bundle")
-	return res, nil
+	return locked(opt, "rollback", func(a *applier, st *state, res *Result) error {
+		if st.Previous == "" {
+			return fmt.Errorf("%w (current is %q)", ErrNoPrevious, st.Current)
+		}
+		m, err := checkBundle(opt.StateDir, st.Previous)
+		if err != nil {
+			return fmt.Errorf("rollback: %w", err)
+		}
+		st.Current, st.Previous = st.Previous, st.Current
+		st.History = pushHistory(st.History, st.Current)
+		if err := a.writeState(st); err != nil {
+			return fmt.Errorf("rollback: %w", err)
+		}
+		a.step("rollback-state")
+		if err := a.setCurrent(st.Current); err != nil {
+			return fmt.Errorf("rollback: %w (the next start puts current right)", err)
+		}
+		res.Name, res.Version, res.Current, res.ModelPath, res.RolledBack, res.Committed = m.Name, st.Current, st.Current, a.modelPath(st.Current, m), true, true
+		a.log.Info().Str("version", st.Current).Str("from", st.Previous).Msg("update: rolled back to the previous bundle")
+		return nil
+	})
 }
 
 func randomSuffix() string {
