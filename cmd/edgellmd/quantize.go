@@ -22,7 +22,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func cmdQuantize(args []string, stdout io.Writer, log zerolog.Logger) error {
 	fs := newFlagSet("quantize")
-	typ := fs.String("type", "nvfp4", "target type of the linear weights: nvfp4")
+	typ := fs.String("type", "nvfp4", "target type of the linear weights: nvfp4. IN may hold F32, F16, BF16 or Q8_0 weights, or be a file as people download them (Q4_K_M, Q5_K_M, Q6_K, Q3_K_M, Q2_K, IQ4_XS, Q4_0...), whose blocks are decoded as llama.cpp decodes them: quantizing from a K-quant adds its error to NVFP4's (from Q4_K_M, 1.03x the relative RMS error of quantizing from F16 on the synthetic kquant model; docs/performance/kquants.md), so start from F16/BF16 when you have it")
 	var keep multiFlag
 	fs.Var(&keep, "keep", "keep tensors whose name matches this pattern (e.g. 'blk.*.ffn_down.weight', 'output.weight') in their type; repeatable")
 	calibSrc := fs.String("calib", "own", "calibration text for the activation input scales and FP8 KV scales: own (text the model samples), none, or a JSONL file of chat requests ({\"messages\": [...], \"tools\": [...]}, e.g. bfcl_calib.jsonl) or {\"text\": ...} lines")

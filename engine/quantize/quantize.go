@@ -228,9 +228,11 @@ func (opt Options) keepReason(t *gguf.TensorInfo, mtp []string) string {
 			return k.why
 		}
 	}
-	switch t.Type {
-	case tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0:
-	default:
+	// Any type the CPU engine decodes is a source: F32, F16, BF16, Q8_0,
+	// and the files people download (K-quants and the legacy types),
+	// decoded as llama.cpp decodes them; quantizing from those adds their
+	// own error (docs/performance/kquants.md measures it).
+	if t.Type == tensor.NVFP4 || !tensor.CPUSupports(t.Type) {
 		return "type " + t.Type.String() + " is not re-quantized"
 	}
 	if t.Shape[0]%int64(tensor.NVFP4.BlockElems()) != 0 {
