@@ -149,28 +149,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
-	next := make(chan int)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		defer close(next)
-		for i := range plan {
-			select {
-			case next <- i:
-			case <-gctx.Done():
-				return nil
-			}
-		}
-		return nil
+	// Conversations record their errors per turn.
+	inParallel(ctx, len(plan), cfg.Concurrency, func(ctx context.Context, ci int) {
+		runConversation(ctx, cfg, res.Started, turns[ci], plan[ci], report)
 	})
-	for w := 0; w < cfg.Concurrency; w++ {
-		g.Go(func() error {
-			for ci := range next {
-				runConversation(gctx, cfg, res.Started, turns[ci], plan[ci], report)
-			}
-			return nil
-		})
-	}
-	_ = g.Wait() // workers record their errors per turn and never fail the group
 	res.Duration = time.Since(res.Started)
 	res.Interrupted = ctx.Err() != nil
 
