@@ -373,7 +373,13 @@ func deviceWords(d engine.DeviceInfo) string {
 	if d.Engine == engine.EngineCPU {
 		return "the CPU"
 	}
-	return "GPU " + d.Name + " (" + d.Engine + ")"
+	mm := "scalar matrix products"
+	if d.MatMul == "coopmat" {
+		mm = "tensor cores for prefill: " + d.MatMulTiles
+	} else if d.CoopMat {
+		mm += " (gpu_matmul scalar; the device has tensor cores)"
+	}
+	return "GPU " + d.Name + " (" + d.Engine + ", " + mm + ")"
 }
 
 // speculativeConfig is the engine's form of the draft section.
