@@ -141,6 +141,9 @@ func modelInfo(path, arch string) (web.ModelInfo, error) {
 			most, info.Quantization = n, dt.String()
 		}
 	}
+	if ft := f.FileType(); ft != "" {
+		info.Quantization = ft // the preset, as llama.cpp names it: "Q4_K_M"
+	}
 	return info, nil
 }
 

@@ -322,7 +322,7 @@ func Load(path string, opt Options) (*Engine, error) {
 		}
 	}
 	dev := e.Device()
-	ev := opt.Log.Info().Str("model", path).Str("arch", m.Arch()).Str("engine", dev.Engine).Str("device", dev.Name)
+	ev := opt.Log.Info().Str("model", path).Str("arch", m.Arch()).Str("file_type", f.FileType()).Str("engine", dev.Engine).Str("device", dev.Name)
 	if dev.Engine != EngineCPU {
 		ev = ev.Str("driver", dev.Driver).Int64("device_memory_bytes", dev.MemoryTotalBytes).
 			Int64("device_memory_used_bytes", dev.MemoryUsedBytes)
@@ -400,6 +400,10 @@ func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }
 
 // Arch is the model architecture ("llama", "qwen35").
 func (e *Engine) Arch() string { return e.model.Arch() }
+
+// FileType is the model file's quantization preset as llama.cpp names it
+// from general.file_type ("Q4_K_M"), "" when the file does not say.
+func (e *Engine) FileType() string { return e.file.FileType() }
 
 // ContextLen is the most tokens one sequence may hold.
 func (e *Engine) ContextLen() int { return e.ctxLen }

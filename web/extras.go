@@ -59,10 +59,13 @@ type modelObject struct {
 	Created     int64  `json:"created"`
 	OwnedBy     string `json:"owned_by"`
 	MaxModelLen int    `json:"max_model_len"` // vLLM's extension: the context length
+	// Quantization is the file's preset ("Q4_K_M"; Ollama's
+	// quantization_level), ModelInfo.Quantization.
+	Quantization string `json:"quantization,omitempty"`
 }
 
 func (s *Server) model(id string) modelObject {
-	return modelObject{ID: id, Object: "model", Created: s.created, OwnedBy: "edgellmd", MaxModelLen: s.ctxLen}
+	return modelObject{ID: id, Object: "model", Created: s.created, OwnedBy: "edgellmd", MaxModelLen: s.ctxLen, Quantization: s.opt.Model.Quantization}
 }
 
 // listModels lists the served name, then each alias as a model of its own,

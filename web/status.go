@@ -68,8 +68,9 @@ type Reload struct {
 type ModelInfo struct {
 	Path string `json:"path"`
 	Arch string `json:"arch"`
-	// Quantization names the weights' type: the type holding most of the
-	// tensor bytes ("Q8_0", "NVFP4", "F32").
+	// Quantization names the weights' type: the file's preset from
+	// general.file_type as llama.cpp names it ("Q4_K_M", "Q8_0"), or
+	// without one the type holding most of the tensor bytes ("NVFP4").
 	Quantization string `json:"quantization"`
 	FileBytes    int64  `json:"file_bytes"`
 	// MappedBytes is how much of the file is memory-mapped (the whole file:

@@ -37,6 +37,7 @@ func cmdBench(args []string, stdout io.Writer, log zerolog.Logger) error {
 // reference bench (shared/tools/llamaref/bench.mjs) so the two compare line for line.
 type benchLine struct {
 	Model        string  `json:"model"`
+	FileType     string  `json:"file_type,omitempty"` // the quantization preset, general.file_type ("Q4_K_M")
 	Threads      int     `json:"threads"`
 	PromptTokens int     `json:"prompt_tokens"`
 	GenTokens    int     `json:"gen_tokens"`
@@ -138,6 +139,9 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 		}
 	}
 	if !*asJSON {
+		if ft := e.FileType(); ft != "" {
+			fmt.Fprintf(stdout, "model: %s (%s)\n", ef.model, ft)
+		}
 		fmt.Fprintf(stdout, "device: %s (%s", dev.Name, dev.Engine)
 		if dev.Driver != "" {
 			fmt.Fprintf(stdout, ", %s", dev.Driver)
@@ -158,12 +162,12 @@ func cmdBenchDecode(args []string, stdout io.Writer, log zerolog.Logger) error {
 		if err != nil {
 			return err
 		}
-		line := benchLine{Model: ef.model, Threads: run.Threads, PromptTokens: run.PromptTokens,
+		line := benchLine{Model: ef.model, FileType: e.FileType(), Threads: run.Threads, PromptTokens: run.PromptTokens,
 			GenTokens: run.GenTokens, PrefillTokS: round2(run.PrefillTokS), DecodeTokS: round2(run.DecodeTokS),
 			WeightBytes: run.WeightBytes, DecodeGBs: round2(run.DecodeGBs),
 			DecodeStepMS: round3(run.DecodeStepMS), PrefillPassMS: round3(run.PrefillPassMS), PrefillPasses: run.PrefillPasses,
 			Verify16StepMS: round3(run.Verify16StepMS),
-			Engine: dev.Engine, Device: dev.Name, Driver: dev.Driver}
+			Engine:         dev.Engine, Device: dev.Name, Driver: dev.Driver}
 		if dev.Engine != engine.EngineCPU {
 			line.DeviceMemoryUsedMiB = round2(float64(e.Device().MemoryUsedBytes) / (1 << 20))
 			line.MatMul, line.MatMulTiles, line.WeightsInPlace = dev.MatMul, dev.MatMulTiles, dev.WeightsInPlace
