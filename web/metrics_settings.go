@@ -123,6 +123,9 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 type deviceCollector struct {
 	sched                 *engine.Scheduler
 	info, memUsed, memTot *prometheus.Desc
+	// The GPU's matrix path: tensor cores in use (1) or not, the
+	// multiply-adds of its matrix products by path, weights in place.
+	tensorCores, macs, inPlace *prometheus.Desc
 }
 
 func newDeviceCollector(sched *engine.Scheduler, model prometheus.Labels) *deviceCollector {
@@ -134,6 +137,12 @@ func newDeviceCollector(sched *engine.Scheduler, model prometheus.Labels) *devic
 			[]string{"engine", "name", "driver"}, model),
 		memUsed: d("edgellmd_device_memory_used_bytes", "GPU memory held by edgellmd's buffers (weights, states, scratch); absent on the CPU.", nil, model),
 		memTot:  d("edgellmd_device_memory_total_bytes", "The GPU's largest device-local memory heap; absent on the CPU.", nil, model),
+		tensorCores: d("edgellmd_gpu_tensor_cores",
+			"1 when the GPU multiplies prefill chunks on cooperative matrices (tensor cores; model.gpu_matmul), else 0; absent on the CPU.", nil, model),
+		macs: d("edgellmd_gpu_matmul_macs_total",
+			"Multiply-adds of the GPU's matrix products, by path: coopmat (tensor cores) or scalar; absent on the CPU.", []string{"path"}, model),
+		inPlace: d("edgellmd_gpu_weights_in_place",
+			"1 when the weights are the mapped model file's pages imported into the GPU (integrated GPUs), 0 when copied; absent on the CPU.", nil, model),
 	}
 }
 
@@ -141,6 +150,9 @@ func (c *deviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.info
 	ch <- c.memUsed
 	ch <- c.memTot
+	ch <- c.tensorCores
+	ch <- c.macs
+	ch <- c.inPlace
 }
 
 func (c *deviceCollector) Collect(ch chan<- prometheus.Metric) {
@@ -152,5 +164,17 @@ func (c *deviceCollector) Collect(ch chan<- prometheus.Metric) {
 	if d.Engine != engine.EngineCPU {
 		ch <- prometheus.MustNewConstMetric(c.memUsed, prometheus.GaugeValue, float64(d.MemoryUsedBytes))
 		ch <- prometheus.MustNewConstMetric(c.memTot, prometheus.GaugeValue, float64(d.MemoryTotalBytes))
+		ch <- prometheus.MustNewConstMetric(c.tensorCores, prometheus.GaugeValue, b2f(d.MatMul == "coopmat"))
+		ch <- prometheus.MustNewConstMetric(c.inPlace, prometheus.GaugeValue, b2f(d.WeightsInPlace))
+		coop, scalar := c.sched.Engine().MatMulMACs()
+		ch <- prometheus.MustNewConstMetric(c.macs, prometheus.CounterValue, float64(coop), "coopmat")
+		ch <- prometheus.MustNewConstMetric(c.macs, prometheus.CounterValue, float64(scalar), "scalar")
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
