@@ -48,3 +48,44 @@ func TestCutCallLeavesNoMarkup(t *testing.T) {
 		}
 	}
 }
+
+// Gap 1: while a forced call is pending the turn cannot end: a model that
+// ends its turn inside its reasoning (never closing </think>) still gets
+// its reasoning closed and the call forced after it; only the token limit
+// ends such a turn without a call ("length").
+func TestForcedCallAfterUnclosedReasoning(t *testing.T) {
+	ts := agentServer(t)
+	c := ts.client()
+	var params map[string]any
+	json.Unmarshal([]byte(`{"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}`), &params)
+	tools := []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "bash",
+		Description: openai.String("Run a shell command"), Parameters: params})}
+	choices := []openai.ChatCompletionToolChoiceOptionUnionParam{
+		openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "bash"}),
+		{OfAuto: openai.String("required")},
+	}
+	for i, choice := range choices {
+		for seed := range int64(12) {
+			p := openai.ChatCompletionNewParams{Model: "test-model", Messages: []openai.ChatCompletionMessageParamUnion{
+				openai.SystemMessage("You are a coding agent. Use the bash tool to inspect the repository."),
+				openai.UserMessage("Find the failing test in this repository and fix it."),
+			}}
+			p.Tools = tools
+			p.ToolChoice = choice
+			p.MaxTokens = openai.Int(300)
+			p.Temperature = openai.Float(0.8)
+			p.Seed = openai.Int(seed)
+			got, err := c.Chat.Completions.New(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := got.Choices[0]
+			if ch.FinishReason == "length" {
+				continue
+			}
+			if ch.FinishReason != "tool_calls" || len(ch.Message.ToolCalls) == 0 {
+				t.Errorf("choice %d seed %d: finish %q with %d calls; content %q", i, seed, ch.FinishReason, len(ch.Message.ToolCalls), ch.Message.Content)
+			}
+		}
+	}
+}

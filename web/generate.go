@@ -147,6 +147,17 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 	s.live.add(live)
 	defer s.live.remove(live)
 	dec := newTextDecoder(plan.stops, plan.split)
+	if plan.mayReason {
+		// The server's own stop strings (after one call's "</tool_call>")
+		// are about the answer, not the reasoning before it, which may
+		// mention them: they hold from the end of the reasoning on.
+		dec.stops.stops = nil
+		for _, st := range plan.stops {
+			if st.client {
+				dec.stops.stops = append(dec.stops.stops, st)
+			}
+		}
+	}
 	emit := s.guard(func(t engine.Token) error {
 		out.tokenArrived()
 		live.token()
@@ -165,20 +176,22 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 	if plan.force != "" || plan.mayReason {
 		prompt := plan.prompt
 		used := 0
+		closing := "" // markup that closes reasoning the model left open
 		if plan.mayReason {
 			var kept []int32
 			var done bool
 			reasoned = true
-			kept, done, err = s.reasonFirst(ctx, plan, dec, sink, &out)
+			kept, closing, done, err = s.reasonFirst(ctx, plan, dec, sink, &out)
 			if err != nil || done {
 				return out, err
 			}
 			prompt = append(append([]int32(nil), plan.prompt...), kept...)
 			used = len(kept)
+			dec.stops.stops = plan.stops
 		}
 		forced := plan.force
-		if used > 0 {
-			forced = plan.afterReasoning + forced
+		if used > 0 || closing != "" {
+			forced = closing + plan.afterReasoning + forced
 		}
 		forcedTokens := s.tok.Encode(forced, false, true)
 		used += len(forcedTokens)
@@ -270,8 +283,11 @@ func (plan *genPlan) request() engine.Request {
 // closes. kept are the tokens to continue after; done reports that the
 // generation ended for good (end of generation, length, a stop string).
 // When the model does not open with reasoning, nothing is kept or sent
-// and the call is forced from the start.
-func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecoder, sink func([]chat.Delta), out *genOutcome) (kept []int32, done bool, err error) {
+// and the call is forced from the start. A model that ends its turn
+// inside its reasoning does not end the turn while a call is pending:
+// its reasoning is kept and closing ("</think>") closes it, the call is
+// forced after it.
+func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecoder, sink func([]chat.Delta), out *genOutcome) (kept []int32, closing string, done bool, err error) {
 	gate := reasoningGate{open: plan.reasoningOpen}
 	stoppedByText := false
 	emit := s.guard(func(t engine.Token) error {
@@ -296,17 +312,24 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 	out.addSpec(res)
 	out.cachedTokens = res.CachedTokens
 	if err != nil {
-		return nil, true, err
+		return nil, "", true, err
 	}
+	endedTurn := res.FinishReason == "stop" && !stoppedByText // the model wrote its end of turn
 	switch {
 	case stoppedByText:
 	case gate.closed:
-		return res.Tokens, false, nil
-	case gate.none:
+		return res.Tokens, "", false, nil
+	case gate.open && endedTurn:
+		kept := res.Tokens
+		for len(kept) > 0 && s.tok.IsEOG(kept[len(kept)-1]) {
+			kept = kept[:len(kept)-1]
+		}
+		return kept, "\n" + thinkClose, false, nil
+	case gate.none || endedTurn:
 		*out = genOutcome{promptTokens: out.promptTokens, cachedTokens: out.cachedTokens, draft: out.draft,
 			targetSteps: out.targetSteps, draftTokens: out.draftTokens, acceptedTokens: out.acceptedTokens,
 			draftSteps: out.draftSteps, acceptedAt: out.acceptedAt}
-		return nil, false, nil
+		return nil, "", false, nil
 	case len(gate.undecided) > 0:
 		deltas, _ := dec.push(gate.undecided)
 		sink(deltas)
@@ -317,7 +340,7 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 		out.stopSequence = m.text
 	}
 	sink(plan.endText(dec, out.finish))
-	return nil, true, nil
+	return nil, "", true, nil
 }
 
 // reasoningGate watches the raw output for a <think> block: it passes the
