@@ -60,6 +60,7 @@ func dotQ45K(row []byte, act []q8KAct, five bool) float32 {
 	var summs float32   // Q5_K: the minimums' scalar
 	var w [qkK]int8
 	var sc [16]int32
+	var scv [64]int32
 	var mins [8]int32
 	var s [8]int32
 	for b := range act[:len(row)/bb] {
@@ -69,7 +70,7 @@ func dotQ45K(row []byte, act []q8KAct, five bool) float32 {
 		if five {
 			unpackQ45K(&w, &sc, &mins, blk[4:16], blk[16:48], blk[48:176])
 		} else {
-			unpackQ45K(&w, &sc, &mins, blk[4:16], nil, blk[16:144])
+			q4KScales(blk[4:16], &scv, &mins)
 		}
 		// _mm_hadd_epi16 of the bsums: sums per 32 values; _mm_madd_epi16
 		// with the mins: pairs of them.
@@ -81,12 +82,13 @@ func dotQ45K(row []byte, act []q8KAct, five bool) float32 {
 		}
 		if five {
 			summs = fma32(dmin, float32((prod[0]+prod[1])+(prod[2]+prod[3])), summs)
+			kLanes(&s, &w, &sc, &a.q)
 		} else {
 			for k := range accM {
 				accM[k] = fma32(dmin, float32(prod[k]), accM[k])
 			}
+			q4kLanes(blk[16:144], &a.q, &scv, &s)
 		}
-		kLanes(&s, &w, &sc, &a.q)
 		acc.step(d, &s)
 	}
 	if five {
@@ -100,8 +102,8 @@ func dotQ45K(row []byte, act []q8KAct, five bool) float32 {
 // lane pairs.
 func dotQ6K(row []byte, act []q8KAct) float32 {
 	var acc laneAcc
-	var w [qkK]int8
 	var sc [16]int32
+	var scv [64]int32
 	var s [8]int32
 	for b := range act[:len(row)/q6KBytes] {
 		blk, a := row[b*q6KBytes:(b+1)*q6KBytes], &act[b]
@@ -110,16 +112,12 @@ func dotQ6K(row []byte, act []q8KAct) float32 {
 		for i := range sc {
 			sc[i] = int32(int8(scales[i]))
 		}
-		for n := 0; n < 2; n++ {
-			l4, h4, out := ql[64*n:], qh[32*n:], w[128*n:]
-			for l := 0; l < 32; l++ {
-				out[l] = int8(l4[l]&0xF | (h4[l]>>0&3)<<4)
-				out[l+32] = int8(l4[l+32]&0xF | (h4[l]>>2&3)<<4)
-				out[l+64] = int8(l4[l]>>4 | (h4[l]>>4&3)<<4)
-				out[l+96] = int8(l4[l+32]>>4 | (h4[l]>>6&3)<<4)
-			}
+		for c := 0; c < 8; c++ { // lanes 0-3 of a chunk are its first 16 values
+			lo, hi := sc[2*c], sc[2*c+1]
+			scv[8*c], scv[8*c+1], scv[8*c+2], scv[8*c+3] = lo, lo, lo, lo
+			scv[8*c+4], scv[8*c+5], scv[8*c+6], scv[8*c+7] = hi, hi, hi, hi
 		}
-		kLanes(&s, &w, &sc, &a.q)
+		q6kLanes(ql, qh, &a.q, &scv, &s)
 		for m := 0; m < 8; m++ {
 			s[m] -= (int32(a.bsums[2*m])*sc[2*m] + int32(a.bsums[2*m+1])*sc[2*m+1]) << 5
 		}
@@ -252,24 +250,76 @@ func dotLegacyRepacked(t DType, row []byte, act []q8Act) float32 {
 // dotQ4KRepacked is ggml_gemv_q4_K_8x8_q8_K's (and gemm's) arithmetic for
 // one row.
 func dotQ4KRepacked(row []byte, act []q8KAct) float32 {
-	var w [qkK]int8
-	var sc [16]int32
+	var scv [64]int32
 	var mins [8]int32
+	var lanes [8]int32
 	var acc, accMin float32
 	for b := range act[:len(row)/q4KBytes] {
 		blk, a := row[b*q4KBytes:(b+1)*q4KBytes], &act[b]
-		unpackQ45K(&w, &sc, &mins, blk[4:16], nil, blk[16:144])
+		q4KScales(blk[4:16], &scv, &mins)
+		q4kLanes(blk[16:144], &a.q, &scv, &lanes)
 		var s, sm int32
 		for j := 0; j < 8; j++ {
-			var p int32
-			for k := 32 * j; k < 32*j+32; k++ {
-				p += int32(w[k]) * int32(a.q[k])
-			}
-			s += sc[2*j] * p
+			s += lanes[j] // the lanes' sum is the sub-blocks' scaled sum
 			sm += mins[j] * (int32(a.bsums[2*j]) + int32(a.bsums[2*j+1]))
 		}
 		acc = fma32(float32(s), f16At(blk)*a.d, acc)
 		accMin = fma32(float32(sm), f16At(blk[2:])*a.d, accMin)
 	}
 	return acc - accMin
+}
+
+// q4kLanesGo is the integer core of the Q4_K products: the eight lanes of
+// one super-block (q: its 128 quant bytes) with lane scales scv (8 a
+// chunk). The twin of q4kLanesAVX2.
+func q4kLanesGo(q []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
+	q = q[:128]
+	*s = [8]int32{}
+	for j := 0; j < 4; j++ {
+		for l := 0; l < 8; l++ {
+			var lo, hi int32
+			for t := 0; t < 4; t++ {
+				b := q[32*j+4*l+t]
+				lo += int32(b&0xF) * int32(x[64*j+4*l+t])
+				hi += int32(b>>4) * int32(x[64*j+32+4*l+t])
+			}
+			s[l] += scv[8*(2*j)+l]*lo + scv[8*(2*j+1)+l]*hi
+		}
+	}
+}
+
+// q6kLanesGo is the integer core of the Q6_K product, the values taken
+// unsigned (0..63). The twin of q6kLanesAVX2.
+func q6kLanesGo(ql, qh []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
+	ql, qh = ql[:128], qh[:64]
+	*s = [8]int32{}
+	for n := 0; n < 2; n++ {
+		l4, h4 := ql[64*n:], qh[32*n:]
+		for l := 0; l < 8; l++ {
+			var p [4]int32
+			for t := 0; t < 4; t++ {
+				i := 4*l + t
+				xs := x[128*n+i:]
+				p[0] += int32(l4[i]&0xF|(h4[i]&3)<<4) * int32(xs[0])
+				p[1] += int32(l4[i+32]&0xF|(h4[i]>>2&3)<<4) * int32(xs[32])
+				p[2] += int32(l4[i]>>4|(h4[i]>>4&3)<<4) * int32(xs[64])
+				p[3] += int32(l4[i+32]>>4|(h4[i]>>6&3)<<4) * int32(xs[96])
+			}
+			for k := 0; k < 4; k++ {
+				s[l] += scv[8*(4*n+k)+l] * p[k]
+			}
+		}
+	}
+}
+
+// q4KScales decodes a Q4_K block's 6-bit scales and mins; scv gets each
+// chunk's scale in its eight lanes.
+func q4KScales(scales []byte, scv *[64]int32, mins *[8]int32) {
+	for j := 0; j < 8; j++ {
+		sc, m := scaleMinK4(j, scales)
+		mins[j] = int32(m)
+		for l := 0; l < 8; l++ {
+			scv[8*j+l] = int32(sc)
+		}
+	}
 }
