@@ -365,18 +365,18 @@ func TestHotReloadRunningDaemon(t *testing.T) {
 		t.Fatalf("rename-over: last reload %s", body)
 	}
 
-	// 2. In place, in two pieces with a pause shorter than the debounce. The
-	// first piece alone is invalid ("mode: tr"): a reload between the pieces
-	// would be refused, so none may be.
+	// 2. In place, in two pieces with a pause of three quiet periods (the
+	// writer keeps the file open). The first piece alone is invalid ("mode:
+	// tr"): a reload between the pieces would be refused, so none may be.
 	reloaded, refused := logCount("config reloaded"), logCount("config reload refused: the running config stays in force")
 	tree8 := speculative.Config{Mode: "tree", Steps: 8, TopK: 4, VerifyNodes: 32, Drafters: []string{"mtp", "suffix"}}
 	whole := base + "draft:\n  mode: tree\n  steps: 8\n  top_k: 4\n  verify_nodes: 32\n"
 	cut := strings.Index(whole, "mode: tr") + len("mode: tr")
-	writeInPieces(t, cfgPath, whole[:cut], whole[cut:], debounce/6)
+	writeInPieces(t, cfgPath, whole[:cut], whole[cut:], 3*debounce)
 	eventually(t, "in-place write applied", inForce(tree8))
 	eventually(t, "the reload logged", func() bool { return logCount("config reloaded") > reloaded })
 	if n := logCount("config reload refused: the running config stays in force"); n != refused {
-		t.Fatalf("in-place write: %d reloads refused between the pieces (debounce not honoured)", n-refused)
+		t.Fatalf("in-place write: %d reloads refused between the pieces (a half-written file was read)", n-refused)
 	}
 	if n := logCount("config reloaded"); n != reloaded+1 {
 		t.Fatalf("in-place write: %d reloads, want 1", n-reloaded)
