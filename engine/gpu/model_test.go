@@ -842,7 +842,7 @@ func TestModelStateTooLarge(t *testing.T) {
 }
 
 // TestModelCoopMat runs the synthetic qwen35 files whose matrix products
-// have cooperative-matrix shaders (Q8_0, F16) with every pass on the
+// have cooperative-matrix shaders (Q8_0, F16, NVFP4 W4A8 and W4A4) with every pass on the
 // tensor cores, decode steps included (coopMin 1; in use only passes of
 // mmCoopMinVectors rows or more take them): logits against the CPU
 // engine within the tolerances TestModelQwen35Synth derives, and
@@ -853,13 +853,22 @@ func TestModelCoopMat(t *testing.T) {
 	for _, c := range []struct {
 		typ string
 		kv  tensor.DType
+		act tensor.NVFP4Activations
 		tol float64
 	}{
-		{"Q8_0", tensor.F16, tolBlockQuant},
-		{"F16", tensor.F16, tolF16Cache},
+		{"Q8_0", tensor.F16, tensor.NVFP4ActQ8, tolBlockQuant},
+		{"F16", tensor.F16, tensor.NVFP4ActQ8, tolF16Cache},
+		{"NVFP4", tensor.F16, tensor.NVFP4ActQ8, tolBlockQuant},
+		{"NVFP4", tensor.E4M3, tensor.NVFP4ActFP4, tolFP4},
 	} {
-		cpu, gm := loadPair(t, synthFile(t, "tiny", c.typ, true), c.kv, tensor.NVFP4ActQ8)
-		name := fmt.Sprintf("%s KV %v on cooperative matrices", c.typ, c.kv)
+		var path string
+		if c.typ == "NVFP4" {
+			path = nvfp4File(t, synthFile(t, "tiny", "F32", true))
+		} else {
+			path = synthFile(t, "tiny", c.typ, true)
+		}
+		cpu, gm := loadPair(t, path, c.kv, c.act)
+		name := fmt.Sprintf("%s KV %v act %d on cooperative matrices", c.typ, c.kv, c.act)
 		worst := forcedParity(t, name, cpu, gm, qwenPrompts, 24, c.tol)
 		t.Logf("%s: largest |GPU-CPU| logit %.2g of the largest logit (tolerance %.2g)", name, worst, c.tol)
 		const n, ctxLen = 24, 96

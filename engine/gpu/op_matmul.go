@@ -227,12 +227,21 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 		rgroups := (w.Rows + bm - 1) / bm
 		groups := rgroups * ((n + bn - 1) / bn)
 		spec := []uint32{uint32(4 * r.dev.info.SubgroupSize), uint32(t.M), uint32(t.N), uint32(t.K)}
-		name := "matmul_cm_half"
-		if kind == mmQ8 {
-			name = "matmul_cm_q8_0"
+		switch {
+		case w.Type == tensor.NVFP4:
+			mode := uint32(0) // W4A8
+			if kind == mmFP4 {
+				mode = 1
+			}
+			r.Dispatch("matmul_cm_nvfp4", append(spec, mode), Groups(groups),
+				[]uint32{uint32(w.Rows), cols, uint32(n), uint32(rgroups), uint32(groups), inOff, scaleOff, ioff, doff}, wb, in, db)
+		case kind == mmQ8:
+			r.Dispatch("matmul_cm_q8_0", spec, Groups(groups),
+				[]uint32{uint32(w.Rows), cols, uint32(n), uint32(rgroups), uint32(groups), inOff, scaleOff, doff}, wb, in, db)
+		default:
+			r.Dispatch("matmul_cm_half", spec, Groups(groups),
+				[]uint32{uint32(w.Rows), cols, uint32(n), uint32(rgroups), uint32(groups), inOff, scaleOff, doff}, wb, in, db)
 		}
-		r.Dispatch(name, spec, Groups(groups),
-			[]uint32{uint32(w.Rows), cols, uint32(n), uint32(rgroups), uint32(groups), inOff, scaleOff, doff}, wb, in, db)
 		r.dev.countMACs(macs, true)
 		return nil
 	}
@@ -274,16 +283,17 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 
 // coopTile is the tile of the cooperative-matrix shader that takes w's
 // product of n vectors converted as kind, if the device runs that path and
-// there is one: Q8_0 weights with Q8_0 activations (int8 tiles) and F16
-// weights (f16 tiles), for passes of mmCoopMinVectors vectors or more.
-// The other types (F32, BF16, NVFP4) run on the scalar shaders.
+// there is one: Q8_0 weights with Q8_0 activations and NVFP4 weights with
+// Q8_0 (W4A8) or NVFP4 (W4A4) activations (int8 tiles), and F16 weights
+// (f16 tiles), for passes of Device.coopMin vectors or more. The others
+// (F32, BF16, NVFP4 W4A16) run on the scalar shaders.
 func (r *Recorder) coopTile(w *Matrix, kind mmKind, n int) (tile, bool) {
 	d := r.dev
 	if d.matmul != MatMulCoopMat || n < d.coopMin {
 		return tile{}, false
 	}
 	switch {
-	case w.Type == tensor.Q8_0 && kind == mmQ8:
+	case w.Type == tensor.Q8_0 && kind == mmQ8, w.Type == tensor.NVFP4 && (kind == mmQ8 || kind == mmFP4):
 		return d.tiles.i8, true
 	case w.Type == tensor.F16 && kind == mmHalf:
 		return d.tiles.f16, true

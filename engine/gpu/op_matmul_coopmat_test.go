@@ -64,6 +64,7 @@ func TestMatMulCoopMat(t *testing.T) {
 	}{
 		{"driver's tiles", tile{}, tile{}},
 		{"16x16x16 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 16}},
+		{"NVIDIA's 16x16x16 f16, 16x16x32 int8 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 32}},
 	} {
 		t.Run(tiles.name, func(t *testing.T) {
 			d := coopDevice(t, tiles.f16, tiles.i8)
@@ -72,10 +73,13 @@ func TestMatMulCoopMat(t *testing.T) {
 			type shape struct{ rows, cols int }
 			for _, c := range []struct {
 				typ    tensor.DType
+				act    tensor.NVFP4Activations
 				shapes []shape
 			}{
-				{tensor.Q8_0, []shape{{17, 64}, {255, 96}, {16, 32}, {3, 160}}},
-				{tensor.F16, []shape{{33, 37}, {16, 100}, {255, 64}, {1, 9}}},
+				{tensor.Q8_0, 0, []shape{{17, 64}, {255, 96}, {16, 32}, {3, 160}}},
+				{tensor.F16, 0, []shape{{33, 37}, {16, 100}, {255, 64}, {1, 9}}},
+				{tensor.NVFP4, tensor.NVFP4ActQ8, []shape{{17, 64}, {40, 192}, {3, 128}}},
+				{tensor.NVFP4, tensor.NVFP4ActFP4, []shape{{17, 64}, {40, 192}, {3, 128}}},
 			} {
 				for _, sh := range c.shapes {
 					cpuM := mmMatrix(t, rng, c.typ, sh.rows, sh.cols)
@@ -85,15 +89,15 @@ func TestMatMulCoopMat(t *testing.T) {
 					}
 					wrow := make([]float32, sh.cols)
 					for _, n := range []int{1, 3, 16, 17, 255} {
-						name := fmt.Sprintf("%s %dx%d n=%d", c.typ, sh.rows, sh.cols, n)
+						name := fmt.Sprintf("%s act %d %dx%d n=%d", c.typ, c.act, sh.rows, sh.cols, n)
 						x := mmVectors(rng, n, sh.cols)
 						before := d.MatMulMACs()
-						got, _ := mmGPU(t, d, w, x, n, 0, 0)
+						got, _ := mmGPU(t, d, w, x, n, c.act, 0)
 						if m := d.MatMulMACs(); m.CoopMat-before.CoopMat != int64(n*sh.rows*sh.cols) || m.Scalar != before.Scalar {
 							t.Fatalf("%s: multiply-adds counted %+v -> %+v, want %d on the tensor cores", name, before, m, n*sh.rows*sh.cols)
 						}
-						want := mmCPU(cpuM, x, n, 0)
-						seen := mmSeen(cpuM, x, n, 0)
+						want := mmCPU(cpuM, x, n, c.act)
+						seen := mmSeen(cpuM, x, n, c.act)
 						worst := 0.0
 						for r := 0; r < sh.rows; r++ {
 							if err := tensor.DequantizeRow(c.typ, wrow, cpuM.Data[r*w.RowBytes:(r+1)*w.RowBytes]); err != nil {
@@ -115,7 +119,7 @@ func TestMatMulCoopMat(t *testing.T) {
 						// A vector's result does not depend on the others in its batch.
 						if n > 1 {
 							v := n - 1
-							one, _ := mmGPU(t, d, w, x[v*sh.cols:(v+1)*sh.cols], 1, 0, 0)
+							one, _ := mmGPU(t, d, w, x[v*sh.cols:(v+1)*sh.cols], 1, c.act, 0)
 							for r := range one {
 								if math.Float32bits(one[r]) != math.Float32bits(got[v*sh.rows+r]) {
 									t.Fatalf("%s: row %d vector %d: %g alone, %g in the batch", name, r, v, one[r], got[v*sh.rows+r])
@@ -144,6 +148,7 @@ func TestMatMulCoopMatQ8Exact(t *testing.T) {
 	}{
 		{"driver's tiles", tile{}, tile{}},
 		{"16x16x16 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 16}},
+		{"NVIDIA's 16x16x16 f16, 16x16x32 int8 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 32}},
 	} {
 		t.Run(tiles.name, func(t *testing.T) {
 			d := coopDevice(t, tiles.f16, tiles.i8)
