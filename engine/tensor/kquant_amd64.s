@@ -17,13 +17,22 @@
 	VPMULLD scoff(DX), w, w; \
 	VPADDD w, Y13, Y13
 
-// func q4kLanesAVX2(q *byte, x *int8, scv *int32, s *int32)
+// CHUNKB(w, xoff, scoff): the same with one scale for the chunk's eight
+// lanes, broadcast from sc[scoff/4].
+#define CHUNKB(w, xoff, scoff) \
+	VPMADDUBSW xoff(DI), w, w; \
+	VPMADDWD Y14, w, w; \
+	VPBROADCASTD scoff(DX), Y3; \
+	VPMULLD Y3, w, w; \
+	VPADDD w, Y13, Y13
+
+// func q4kLanesAVX2(q *byte, x *int8, sc *int32, s *int32)
 // q: a Q4_K block's 128 quant bytes (chunk 2j: low nibbles of q[32j:],
-// 2j+1: high nibbles); scv: 64 lane scales (8 per chunk).
+// 2j+1: high nibbles); sc: the 8 chunks' scales.
 TEXT ·q4kLanesAVX2(SB), NOSPLIT, $0-32
 	MOVQ q+0(FP), SI
 	MOVQ x+8(FP), DI
-	MOVQ scv+16(FP), DX
+	MOVQ sc+16(FP), DX
 	MOVQ s+24(FP), R8
 	MOVL $0x0F0F0F0F, AX
 	VMOVD AX, X15
@@ -36,8 +45,8 @@ TEXT ·q4kLanesAVX2(SB), NOSPLIT, $0-32
 	VPAND Y15, Y0, Y1; \
 	VPSRLW $4, Y0, Y2; \
 	VPAND Y15, Y2, Y2; \
-	CHUNK(Y1, (j*64), (j*64)); \
-	CHUNK(Y2, (j*64+32), (j*64+32))
+	CHUNKB(Y1, (j*64), (j*8)); \
+	CHUNKB(Y2, (j*64+32), (j*8+4))
 
 	Q4J(0)
 	Q4J(1)

@@ -34,8 +34,9 @@ func TestKQuantLanesAVX2(t *testing.T) {
 			scv[i] = v
 		}
 		var got, want [8]int32
-		q4kLanesAVX2(&q[0], &x[0], &scv[0], &got[0])
-		q4kLanesGo(q, &x, &scv, &want)
+		sc := (*[8]int32)(scv[:8])
+		q4kLanesAVX2(&q[0], &x[0], &sc[0], &got[0])
+		q4kLanesGo(q, &x, sc, &want)
 		if got != want {
 			t.Fatalf("Q4_K lanes: AVX2 %v, Go %v", got, want)
 		}

@@ -60,7 +60,7 @@ func dotQ45K(row []byte, act []q8KAct, five bool) float32 {
 	var summs float32   // Q5_K: the minimums' scalar
 	var w [qkK]int8
 	var sc [16]int32
-	var scv [64]int32
+	var sc8 [8]int32
 	var mins [8]int32
 	var s [8]int32
 	for b := range act[:len(row)/bb] {
@@ -70,7 +70,7 @@ func dotQ45K(row []byte, act []q8KAct, five bool) float32 {
 		if five {
 			unpackQ45K(&w, &sc, &mins, blk[4:16], blk[16:48], blk[48:176])
 		} else {
-			q4KScales(blk[4:16], &scv, &mins)
+			q4KScales(blk[4:16], &sc8, &mins)
 		}
 		// _mm_hadd_epi16 of the bsums: sums per 32 values; _mm_madd_epi16
 		// with the mins: pairs of them.
@@ -87,7 +87,7 @@ func dotQ45K(row []byte, act []q8KAct, five bool) float32 {
 			for k := range accM {
 				accM[k] = fma32(dmin, float32(prod[k]), accM[k])
 			}
-			q4kLanes(blk[16:144], &a.q, &scv, &s)
+			q4kLanes(blk[16:144], &a.q, &sc8, &s)
 		}
 		acc.step(d, &s)
 	}
@@ -250,14 +250,13 @@ func dotLegacyRepacked(t DType, row []byte, act []q8Act) float32 {
 // dotQ4KRepacked is ggml_gemv_q4_K_8x8_q8_K's (and gemm's) arithmetic for
 // one row.
 func dotQ4KRepacked(row []byte, act []q8KAct) float32 {
-	var scv [64]int32
-	var mins [8]int32
+	var sc, mins [8]int32
 	var lanes [8]int32
 	var acc, accMin float32
 	for b := range act[:len(row)/q4KBytes] {
 		blk, a := row[b*q4KBytes:(b+1)*q4KBytes], &act[b]
-		q4KScales(blk[4:16], &scv, &mins)
-		q4kLanes(blk[16:144], &a.q, &scv, &lanes)
+		q4KScales(blk[4:16], &sc, &mins)
+		q4kLanes(blk[16:144], &a.q, &sc, &lanes)
 		var s, sm int32
 		for j := 0; j < 8; j++ {
 			s += lanes[j] // the lanes' sum is the sub-blocks' scaled sum
@@ -270,9 +269,9 @@ func dotQ4KRepacked(row []byte, act []q8KAct) float32 {
 }
 
 // q4kLanesGo is the integer core of the Q4_K products: the eight lanes of
-// one super-block (q: its 128 quant bytes) with lane scales scv (8 a
-// chunk). The twin of q4kLanesAVX2.
-func q4kLanesGo(q []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
+// one super-block (q: its 128 quant bytes) with the chunks' scales sc.
+// The twin of q4kLanesAVX2.
+func q4kLanesGo(q []byte, x *[qkK]int8, sc *[8]int32, s *[8]int32) {
 	q = q[:128]
 	*s = [8]int32{}
 	for j := 0; j < 4; j++ {
@@ -283,7 +282,7 @@ func q4kLanesGo(q []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
 				lo += int32(b&0xF) * int32(x[64*j+4*l+t])
 				hi += int32(b>>4) * int32(x[64*j+32+4*l+t])
 			}
-			s[l] += scv[8*(2*j)+l]*lo + scv[8*(2*j+1)+l]*hi
+			s[l] += sc[2*j]*lo + sc[2*j+1]*hi
 		}
 	}
 }
@@ -312,14 +311,10 @@ func q6kLanesGo(ql, qh []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
 	}
 }
 
-// q4KScales decodes a Q4_K block's 6-bit scales and mins; scv gets each
-// chunk's scale in its eight lanes.
-func q4KScales(scales []byte, scv *[64]int32, mins *[8]int32) {
+// q4KScales decodes a Q4_K block's 6-bit scales and mins.
+func q4KScales(scales []byte, sc, mins *[8]int32) {
 	for j := 0; j < 8; j++ {
-		sc, m := scaleMinK4(j, scales)
-		mins[j] = int32(m)
-		for l := 0; l < 8; l++ {
-			scv[8*j+l] = int32(sc)
-		}
+		s, m := scaleMinK4(j, scales)
+		sc[j], mins[j] = int32(s), int32(m)
 	}
 }

@@ -1,0 +1,51 @@
+package tensor
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// benchKQuant is one matrix product with weights of type t (random blocks
+// with ordinary scales), rows x cols, n vectors, on one thread; it reports
+// the weight bytes read per second of one pass.
+func benchKQuant(b *testing.B, t DType, rows, cols, n int) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	rb, _ := t.RowBytes(int64(cols))
+	data := make([]byte, int(rb)*rows)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	// Ordinary F16 scales (0x2000..0x2FFF: about 2^-7) in every block.
+	bb := t.BlockBytes()
+	offs := map[DType][]int{Q4_K: {0, 2}, Q5_K: {0, 2}, Q6_K: {208}, Q4_0: {0}, Q8_0: {0}, Q3_K: {108}, Q2_K: {80, 82}, IQ4_XS: {0}}[t]
+	for blk := 0; blk < len(data)/bb; blk++ {
+		for _, o := range offs {
+			data[blk*bb+o+1] = 0x20 | byte(rng.Uint32()&0x0F)
+		}
+	}
+	m, err := NewMatrix(t, rows, cols, data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	dst := make([]float32, n*rows)
+	p := NewPool(1)
+	defer p.Close()
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		p.MatMul(dst, m, x, n)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows*cols/qkK*n), "ns/superblock")
+}
+
+func BenchmarkKQuantQ4KVec(b *testing.B)    { benchKQuant(b, Q4_K, 3584, 1024, 1) }
+func BenchmarkKQuantQ4KVec4(b *testing.B)   { benchKQuant(b, Q4_K, 3584, 1024, 4) }
+func BenchmarkKQuantQ4KOddVec(b *testing.B) { benchKQuant(b, Q4_K, 3580, 1024, 1) }
+func BenchmarkKQuantQ6KVec(b *testing.B)    { benchKQuant(b, Q6_K, 3584, 1024, 1) }
+func BenchmarkKQuantQ5KVec(b *testing.B)    { benchKQuant(b, Q5_K, 3584, 1024, 1) }
+func BenchmarkKQuantQ4_0Vec(b *testing.B)   { benchKQuant(b, Q4_0, 3584, 1024, 1) }
+func BenchmarkKQuantQ8_0Vec(b *testing.B)   { benchKQuant(b, Q8_0, 3584, 1024, 1) }
