@@ -74,6 +74,11 @@ type ModelConfig struct {
 	// (the first real GPU) or gpu:N (the Nth device `edgellmd devices`
 	// lists). A GPU named here that cannot be used stops the start.
 	Device string `yaml:"device"`
+	// GPUMatMul is how a GPU multiplies prefill chunks (passes of 64 rows
+	// or more): auto (cooperative matrices, the tensor cores, where the
+	// device has them), scalar, or coopmat (the start fails on a device
+	// without them).
+	GPUMatMul string `yaml:"gpu_matmul"`
 }
 
 // CacheConfig bounds the prefix cache and says where it persists.
@@ -153,7 +158,7 @@ type LogConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Listen: "127.0.0.1:8001",
-		Model:  ModelConfig{Aliases: []string{}, KVType: "f16", Activations: "q8", Device: "auto"},
+		Model:  ModelConfig{Aliases: []string{}, KVType: "f16", Activations: "q8", Device: "auto", GPUMatMul: "auto"},
 		Engine: EngineConfig{MaxSequences: engine.DefaultMaxSequences, PrefillChunk: engine.DefaultPrefillChunk, DecodeSlowdown: engine.DefaultDecodeSlowdown},
 		Cache: CacheConfig{
 			Dir:          "/var/lib/edgellmd/cache",

@@ -74,6 +74,9 @@ func (c *Config) validate(file string, lines map[string]int) error {
 	if err := engine.ParseDevice(c.Model.Device); err != nil {
 		bad("model.device", "%q is not auto, cpu, gpu or gpu:N (N counts from 0 over the devices `edgellmd devices` lists)", c.Model.Device)
 	}
+	if err := engine.ParseGPUMatMul(c.Model.GPUMatMul); err != nil {
+		bad("model.gpu_matmul", "%q is not auto, scalar or coopmat", c.Model.GPUMatMul)
+	}
 
 	if c.Cache.Dir == "" {
 		bad("cache.dir", "must be a directory path")

@@ -279,7 +279,7 @@ type loadResult struct {
 func (d *Daemon) load(cfg Config, path, name string) loadResult {
 	kv, act := engine.KVTypeNames[cfg.Model.KVType], engine.ActivationNames[cfg.Model.Activations] // validated
 	opt := engine.Options{Threads: cfg.Model.Threads, KVType: kv, Activations: act, ContextLen: cfg.Model.ContextLength,
-		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Device: cfg.Model.Device,
+		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Device: cfg.Model.Device, GPUMatMul: cfg.Model.GPUMatMul,
 		MaxSequences: cfg.Engine.MaxSequences, PrefillChunk: cfg.Engine.PrefillChunk, DecodeSlowdown: cfg.Engine.DecodeSlowdown,
 		MemoryBudget: int64(cfg.Engine.MemoryBudget), Log: d.log}
 	if cfg.Cache.Persist {

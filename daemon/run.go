@@ -239,7 +239,7 @@ func (r *running) serve(res loadResult) {
 	d.handler.Store(&handlerBox{res.handler})
 	d.state.Store(stateReady)
 	dev := res.eng.Device()
-	d.log.Info().Str("model", r.name).Str("path", r.modelPath).Str("engine", dev.Engine).Str("device", dev.Name).
+	d.log.Info().Str("model", r.name).Str("path", r.modelPath).Str("engine", dev.Engine).Str("device", dev.Name).Str("gpu_matmul", dev.MatMul).
 		Strs("listen", r.addrs).Msg("ready")
 	if note := modelNote(r.modelPath); note != "" {
 		d.log.Warn().Str("model", r.modelPath).Msg(note)

@@ -372,11 +372,17 @@ type deviceStatus struct {
 	MemoryUsedBytes  int64  `json:"memory_used_bytes"`
 	MaxBufferBytes   int64  `json:"max_buffer_bytes,omitempty"`
 	Note             string `json:"note,omitempty"` // why auto runs on the CPU
+	// The GPU's matrix path: scalar or coopmat (tensor cores) with its
+	// tiles; whether the weights are the mapped file's pages.
+	MatMul         string `json:"gpu_matmul,omitempty"`
+	MatMulTiles    string `json:"gpu_matmul_tiles,omitempty"`
+	WeightsInPlace bool   `json:"weights_in_place,omitempty"`
 }
 
 func newDeviceStatus(d engine.DeviceInfo) *deviceStatus {
 	return &deviceStatus{Engine: d.Engine, Selector: d.Selector, Name: d.Name, Kind: d.Kind, API: d.API, Driver: d.Driver,
-		MemoryTotalBytes: d.MemoryTotalBytes, MemoryUsedBytes: d.MemoryUsedBytes, MaxBufferBytes: d.MaxBufferBytes, Note: d.Note}
+		MemoryTotalBytes: d.MemoryTotalBytes, MemoryUsedBytes: d.MemoryUsedBytes, MaxBufferBytes: d.MaxBufferBytes, Note: d.Note,
+		MatMul: d.MatMul, MatMulTiles: d.MatMulTiles, WeightsInPlace: d.WeightsInPlace}
 }
 
 // cacheStatus is the prefix cache's state: the engine's figures (RAM and
