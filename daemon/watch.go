@@ -40,6 +40,8 @@ type configWatch struct {
 	changed  func()
 	// accepted, when set (tests), sees each event that counts as a change.
 	accepted func(fileEvent)
+	// stuckAfter is stuckWriterAfter; tests set it shorter.
+	stuckAfter time.Duration
 }
 
 // fileEvent is one inotify event of the watched directory.
@@ -89,7 +91,11 @@ func (cw configWatch) loop(ctx context.Context, events <-chan fileEvent, dir str
 	quiet := time.NewTimer(cw.debounce)
 	quiet.Stop()
 	defer quiet.Stop()
-	stuck := time.NewTimer(stuckWriterAfter)
+	stuckAfter := cw.stuckAfter
+	if stuckAfter <= 0 {
+		stuckAfter = stuckWriterAfter
+	}
+	stuck := time.NewTimer(stuckAfter)
 	stuck.Stop()
 	defer stuck.Stop()
 	writing := false // written since its writer last closed it
@@ -125,7 +131,7 @@ func (cw configWatch) loop(ctx context.Context, events <-chan fileEvent, dir str
 				// A writer has the file open: wait for it to close it.
 				writing = true
 				quiet.Stop()
-				stuck.Reset(stuckWriterAfter)
+				stuck.Reset(stuckAfter)
 			case ev.Op.Has(opCloseWrite):
 				if !writing {
 					continue // opened for writing and closed unwritten (touch)
@@ -139,7 +145,7 @@ func (cw configWatch) loop(ctx context.Context, events <-chan fileEvent, dir str
 				quiet.Reset(cw.debounce)
 			}
 		case <-stuck.C:
-			log.Warn().Dur("open_for_ms", stuckWriterAfter).
+			log.Warn().Dur("open_for_ms", stuckAfter).
 				Msg("the config file was written and is still open for writing: not reloaded until its writer closes it (systemctl reload edgellmd applies it now)")
 		case <-quiet.C:
 			cw.changed()

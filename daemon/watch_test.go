@@ -771,3 +771,53 @@ func TestReloadKeepsSectionsAFileCutShortDrops(t *testing.T) {
 	renameOver(t, cfgPath, base+"draft:\n  steps: 5\nlog:\n  level: debug\n")
 	eventually(t, "draft added back", func() bool { return d.Config().Draft.Steps == 5 })
 }
+
+// A file written and left open for writing is never read; after the
+// stuck-writer time the log says so (and how to apply it), once.
+func TestConfigWatchSaysWhenAWriterKeepsTheFileOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "edgellmd.yaml")
+	writeConfig(t, path, "listen: 127.0.0.1:8000\n")
+	var logs syncBuffer
+	called := make(chan struct{}, 4)
+	cw := configWatch{path: path, debounce: 50 * time.Millisecond, log: zerolog.New(&logs), stuckAfter: 300 * time.Millisecond,
+		changed: func() { called <- struct{}{} }}
+	run := cw.start()
+	if run == nil {
+		t.Fatal("the watch did not start")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); run(ctx) }()
+	defer func() { cancel(); <-done }()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("listen: 127.0."); err != nil {
+		t.Fatal(err)
+	}
+	const msg = "the config file was written and is still open for writing"
+	eventually(t, "the stuck writer logged", func() bool { return strings.Contains(logs.String(), msg) })
+	select {
+	case <-called:
+		t.Fatal("a file still open for writing was read")
+	case <-time.After(400 * time.Millisecond):
+	}
+	if n := strings.Count(logs.String(), msg); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "systemctl reload edgellmd") {
+		t.Errorf("the warning does not say how to apply the file now:\n%s", logs.String())
+	}
+	if _, err := f.WriteString("0.1:8001\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-called:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not read once its writer closed it")
+	}
+}
