@@ -39,4 +39,14 @@
 //
 // What it is not for: HTTP handlers (web), inference (engine), talking to
 // nvpmodel (power).
+//
+// Files, by job: daemon.go the Daemon, its config in force and loading a
+// model; run.go Run (listen, background watches, load, the serve loop, model
+// swaps); reload.go Reload; watch.go and watch_linux.go when a change to the
+// config file is complete; config.go the sections and defaults,
+// config_decode.go parsing, config_validate.go validation, config_units.go
+// sizes and durations, diff.go which keys changed; handler.go the web
+// handler's options and the model's details; fingerprint.go
+// system_fingerprint; model.go finding the model file; notify.go and
+// logger.go systemd and the log; update.go POST /admin/update.
 package daemon
