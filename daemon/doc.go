@@ -46,7 +46,7 @@
 // config file is complete; config.go the sections and defaults,
 // config_decode.go parsing, config_validate.go validation, config_units.go
 // sizes and durations, diff.go which keys changed; handler.go the web
-// handler's options and the model's details; fingerprint.go
+// handler and what the status page and /health see of the daemon; fingerprint.go
 // system_fingerprint; model.go finding the model file; notify.go and
 // logger.go systemd and the log; update.go POST /admin/update.
 package daemon
