@@ -41,8 +41,9 @@ type Options struct {
 	// Executable is the running binary's path, for finding the bundled model
 	// beside a relocated install ("" asks os.Executable).
 	Executable string
-	// ConfigDebounce is how long the config watcher waits after the config
-	// file last changed before it reloads: 0 means DefaultConfigDebounce, < 0
+	// ConfigDebounce is the config watch's quiet period: how long the file
+	// must stay unchanged after its writer closed it (or after a rename into
+	// place) before the watcher reloads. 0 means DefaultConfigDebounce, < 0
 	// turns the watcher off (SIGHUP still reloads).
 	ConfigDebounce time.Duration
 	// Version is edgellmd's version, checked against a model bundle's
