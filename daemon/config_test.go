@@ -70,6 +70,7 @@ model:
   kv_type: fp8
   activations: nvfp4
   device: gpu:1
+  gpu_matmul: coopmat
 engine:
   max_sequences: 8
   prefill_chunk: 512
@@ -114,7 +115,7 @@ log:
 `
 	want := Config{
 		Listen: "0.0.0.0:9000",
-		Model:  ModelConfig{Path: "/models/qwen.gguf", Name: "qwen3.6-27b", Aliases: []string{"gpt-4o-mini", "Qwen/Qwen3.6-27B"}, ContextLength: 32768, Threads: 12, KVType: "fp8", Activations: "nvfp4", Device: "gpu:1"},
+		Model:  ModelConfig{Path: "/models/qwen.gguf", Name: "qwen3.6-27b", Aliases: []string{"gpt-4o-mini", "Qwen/Qwen3.6-27B"}, ContextLength: 32768, Threads: 12, KVType: "fp8", Activations: "nvfp4", Device: "gpu:1", GPUMatMul: "coopmat"},
 		Engine: EngineConfig{MaxSequences: 8, PrefillChunk: 512, DecodeSlowdown: 3, MemoryBudget: 8 * GiB},
 		Cache:  CacheConfig{Dir: "/srv/cache", MaxBytes: 12 * GiB, MaxDiskBytes: 100_000_000_000, Persist: false},
 		Draft:  DraftConfig{Mode: "tree", Steps: 6, TopK: 8, VerifyNodes: 32, Drafters: []string{"suffix"}},
