@@ -57,7 +57,9 @@ func (k keyCheck) matches(token string) bool {
 // KEY" or as "X-Api-Key: KEY". Both are compared whatever the first gives,
 // so that the time taken says nothing about which one matched.
 func (k keyCheck) presented(r *http.Request) bool {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	// The scheme is case-insensitive (RFC 9110 section 11.1): "bearer" too.
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer")
 	bearer := k.matches(strings.TrimSpace(token)) && ok
 	xKey := r.Header.Get("X-Api-Key")
 	header := k.matches(strings.TrimSpace(xKey)) && xKey != ""

@@ -389,7 +389,8 @@ func (s *Server) servesModel(name string) bool {
 
 func (s *Server) requestContext(r *http.Request) (context.Context, context.CancelFunc) {
 	if s.opt.RequestTimeout > 0 {
-		return context.WithTimeoutCause(r.Context(), s.opt.RequestTimeout, errRequestTimeout)
+		ctx := context.WithValue(r.Context(), requestTimeoutKey{}, s.opt.RequestTimeout)
+		return context.WithTimeoutCause(ctx, s.opt.RequestTimeout, errRequestTimeout)
 	}
 	return context.WithCancel(r.Context())
 }

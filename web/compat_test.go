@@ -170,8 +170,8 @@ func TestRoutesWithoutV1(t *testing.T) {
 		if status, _, body := post(t, ts.URL+path, big, "Authorization", "Bearer "+key); status != 413 {
 			t.Errorf("%s with a body over the limit: %d %s", path, status, body)
 		}
-		if status, _, body := post(t, ts.URL+path, "{}", "Authorization", "Bearer "+key, "Content-Type", "text/plain"); status != 415 {
-			t.Errorf("%s as text/plain: %d %s", path, status, body)
+		if status, _, body := post(t, ts.URL+path, "{}", "Authorization", "Bearer "+key, "Content-Type", "text/plain", "Origin", "https://evil.example"); status != 415 {
+			t.Errorf("%s as text/plain from another site: %d %s", path, status, body)
 		}
 	}
 	if resp, body := fetch(t, http.MethodGet, ts.URL+"/models"); resp.StatusCode != 401 {

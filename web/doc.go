@@ -36,8 +36,9 @@
 // as ?key= or the cookie that sets; Options.Public opens the status page or
 // /metrics. The API routes answer CORS preflights, and mark their answers
 // for the browser origins in Options.CORSOrigins (cors.go). The key and
-// the media type (JSON routes take application/json only) are checked from
-// the headers before a body is read, a body must arrive within
+// the media type (a browser page of another origin must send
+// application/json; other clients' bodies are read as JSON whatever they
+// say) are checked from the headers before a body is read, a body must arrive within
 // Options.BodyTimeout, and ConnLimit caps the connections a client holds
 // (limits.go).
 //

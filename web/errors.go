@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/edgellmd/edgellmd/engine"
 )
@@ -42,6 +43,18 @@ func contextLengthExceeded(param string, promptTokens, contextTokens int) *apiEr
 		Message: fmt.Sprintf("This model's maximum context length is %d tokens. However, your prompt resulted in %d tokens.", contextTokens, promptTokens)}
 }
 
+// requestTimeoutMessage names the setting that ended the request.
+func requestTimeoutMessage(ctx context.Context) string {
+	msg := "the request did not finish within the server's request timeout (api.request_timeout"
+	if d, ok := ctx.Value(requestTimeoutKey{}).(time.Duration); ok {
+		msg += fmt.Sprintf(", %v", d)
+	}
+	return msg + "), queueing included"
+}
+
+// requestTimeoutKey carries Options.RequestTimeout in a request's context.
+type requestTimeoutKey struct{}
+
 // errRequestTimeout is the cause of a context ended by Options.RequestTimeout.
 var errRequestTimeout = errors.New("request timeout")
 
@@ -74,7 +87,7 @@ func toAPIError(ctx context.Context, err error) *apiError {
 			Message: err.Error()}
 	case ctx != nil && errors.Is(context.Cause(ctx), errRequestTimeout):
 		return &apiError{Status: http.StatusGatewayTimeout, Type: "timeout_error", Code: "request_timeout",
-			Message: "the request did not finish within the server's request timeout"}
+			Message: requestTimeoutMessage(ctx)}
 	case ctx != nil && errors.Is(context.Cause(ctx), ErrServerStopping):
 		return &apiError{Status: http.StatusServiceUnavailable, Type: "unavailable_error", Code: "server_stopping",
 			Message: "the server stopped before the request finished (it was told to stop without waiting)"}

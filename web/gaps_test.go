@@ -3,8 +3,10 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
@@ -87,5 +89,38 @@ func TestForcedCallAfterUnclosedReasoning(t *testing.T) {
 				t.Errorf("choice %d seed %d: finish %q with %d calls; content %q", i, seed, ch.FinishReason, len(ch.Message.ToolCalls), ch.Message.Content)
 			}
 		}
+	}
+}
+
+// Gap 7, from a hostile-client probe: the bearer scheme is
+// case-insensitive; a refused request that asked "Expect: 100-continue"
+// is answered without "100 Continue" (its body is never asked for); a
+// 504 names the setting that fired.
+func TestHostileClientProbe(t *testing.T) {
+	ts, _ := scriptServer(t, Options{APIKey: "s3cret", MaxBodyBytes: 1 << 10}, "Hello.")
+	for _, scheme := range []string{"Bearer", "bearer", "BEARER"} {
+		if status, _, data := post(t, ts.URL+"/v1/completions", `{"prompt": "hi", "max_tokens": 2}`, "Authorization", scheme+" s3cret"); status != 200 {
+			t.Errorf("%s: %d %s", scheme, status, data)
+		}
+	}
+	const head = "POST /v1/completions HTTP/1.1\nHost: x\nContent-Type: application/json\nExpect: 100-continue\nContent-Length: %d\n%s"
+	for _, tc := range []struct {
+		name   string
+		head   string
+		status int
+	}{
+		{"no key", fmt.Sprintf(head, 100, ""), 401},
+		{"too large", fmt.Sprintf(head, 1<<20, "Authorization: Bearer s3cret\n"), 413},
+	} {
+		c := rawSend(t, ts.URL, tc.head, "")
+		resp, body, _ := rawAnswer(t, c, 3*time.Second)
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: first answer %d %s, want %d without 100 Continue", tc.name, resp.StatusCode, body, tc.status)
+		}
+	}
+	ts2 := qwen35Server(t, 4, Options{RequestTimeout: 300 * time.Millisecond})
+	status, _, data := post(t, ts2.URL+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Hello"}],"max_tokens":3000,"ignore_eos":true}`)
+	if status != 504 || !strings.Contains(string(data), "api.request_timeout") || !strings.Contains(string(data), "300ms") {
+		t.Errorf("timeout: %d %s, want 504 naming api.request_timeout and its value", status, data)
 	}
 }

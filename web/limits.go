@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,6 +101,12 @@ func dropUnreadBody(w http.ResponseWriter, r *http.Request) {
 	if tb.failed.Load() {
 		return // a stalled body (408): nothing more to wait for
 	}
+	if strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		// The client waits for "100 Continue" before it sends the body,
+		// and net/http sends that on the first read: the answer goes
+		// without asking for the body.
+		return
+	}
 	if tb.rc.SetReadDeadline(time.Now().Add(drainGrace)) == nil {
 		io.CopyN(io.Discard, tb.ReadCloser, drainBytes)
 	}
@@ -111,24 +118,37 @@ const (
 	drainBytes = 64 << 20
 )
 
-// requireJSON answers 415 to a body that does not say it is JSON. Without
-// this, a web page in a browser on the device could start generations with
-// a text/plain POST: CORS lets such "simple" requests through without
-// asking the server first.
-func requireJSON(h http.Handler) http.Handler {
+// requireJSON reads every body as JSON, whatever its Content-Type says
+// (curl -d and Python's requests.post(data=...) send
+// application/x-www-form-urlencoded; llama-server takes them), except from
+// a browser page of an origin not in Options.CORSOrigins: such a page could
+// otherwise start generations with a text/plain POST, which CORS lets
+// through without asking the server first. A browser says where the page
+// comes from in Origin (and Sec-Fetch-Site); those get 415.
+func (s *Server) requireJSON(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ct := r.Header.Get("Content-Type")
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); (err != nil || mt != "application/json") && s.fromOtherSite(r) {
 			got := "none"
 			if ct != "" {
 				got = strconv.Quote(clientText(ct, 100))
 			}
 			writeError(w, r, &apiError{Status: http.StatusUnsupportedMediaType, Type: "invalid_request_error", Code: "unsupported_media_type",
-				Message: "the request body must be JSON sent with \"Content-Type: application/json\"; the request's Content-Type is " + got})
+				Message: "a browser page of another origin must send the request body as JSON with \"Content-Type: application/json\" (a CORS preflight then asks api.cors_origins); the request's Content-Type is " + got})
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// fromOtherSite reports whether a browser page of an origin that
+// Options.CORSOrigins does not allow sent r.
+func (s *Server) fromOtherSite(r *http.Request) bool {
+	if origin := r.Header.Get("Origin"); origin != "" {
+		_, ok := s.cors.allowOrigin(origin)
+		return !ok
+	}
+	return strings.EqualFold(r.Header.Get("Sec-Fetch-Site"), "cross-site")
 }
 
 // ConnLimit caps the connections a server holds open: in all, and per

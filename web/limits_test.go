@@ -140,7 +140,7 @@ func TestRefusedBeforeTheBody(t *testing.T) {
 	}{
 		{"no key", fmt.Sprintf(post, "/v1/completions", "application/json", ""), 401, "invalid_api_key"},
 		{"wrong key", fmt.Sprintf(post, "/v1/chat/completions", "application/json", "Authorization: Bearer nope\n"), 401, "invalid_api_key"},
-		{"text/plain", fmt.Sprintf(post, "/v1/completions", "text/plain", "Authorization: Bearer s3cret\n"), 415, "unsupported_media_type"},
+		{"text/plain from another site", fmt.Sprintf(post, "/v1/completions", "text/plain", "Authorization: Bearer s3cret\nOrigin: https://evil.example\n"), 415, "unsupported_media_type"},
 		{"admin, no key", fmt.Sprintf(post, "/admin/update", "application/x-tar", ""), 401, "invalid_api_key"},
 	} {
 		start := time.Now()
@@ -200,7 +200,7 @@ func TestBodyDeadlineLiftedAfterTheBody(t *testing.T) {
 // preflight); application/json with parameters, in any case, and the
 // official client pass.
 func TestJSONRoutesNeedJSON(t *testing.T) {
-	ts, src := scriptServer(t, Options{}, "Hello.")
+	ts, src := scriptServer(t, Options{CORSOrigins: []string{"https://app.example"}}, "Hello.")
 	bodies := map[string]string{
 		"/v1/chat/completions": `{"messages":[{"role":"user","content":"hi"}]}`,
 		"/v1/completions":      `{"prompt":"hi"}`,
@@ -208,30 +208,47 @@ func TestJSONRoutesNeedJSON(t *testing.T) {
 		"/detokenize":          `{"tokens":[1]}`,
 		"/apply-template":      `{"messages":[{"role":"user","content":"hi"}]}`,
 	}
+	send := func(path, body, ct string, header ...string) (int, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(body))
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, data
+	}
+	nonJSON := []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "", "application/jsonx", "application/json;;"}
 	for path, body := range bodies {
-		for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "", "application/jsonx", "application/json;;"} {
-			req, _ := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(body))
-			if ct != "" {
-				req.Header.Set("Content-Type", ct)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusUnsupportedMediaType || errorCode(t, data) != "unsupported_media_type" ||
-				!strings.Contains(string(data), "application/json") {
-				t.Errorf("%s with %q: %d %s, want 415", path, ct, resp.StatusCode, data)
+		// A browser page of another origin (a cross-site simple request)
+		// must send JSON as JSON.
+		for _, ct := range nonJSON {
+			for _, h := range [][]string{{"Origin", "https://evil.example"}, {"Origin", "null"}, {"Sec-Fetch-Site", "cross-site"}} {
+				status, data := send(path, body, ct, h...)
+				if status != http.StatusUnsupportedMediaType || errorCode(t, data) != "unsupported_media_type" ||
+					!strings.Contains(string(data), "application/json") {
+					t.Errorf("%s with %q and %s: %d %s, want 415", path, ct, h, status, data)
+				}
 			}
 		}
-		for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON"} {
-			if status, _, data := post(t, ts.URL+path, body, "Content-Type", ct); status != http.StatusOK {
+		// Other clients (curl -d, requests.post(data=...)) and pages of
+		// the allowed origins get their body read as JSON, as llama-server does.
+		for _, ct := range append([]string{"application/json", "application/json; charset=utf-8", "Application/JSON"}, nonJSON...) {
+			if status, data := send(path, body, ct); status != http.StatusOK {
 				t.Errorf("%s with %q: %d %s", path, ct, status, data)
 			}
 		}
+		if status, data := send(path, body, "text/plain", "Origin", "https://app.example"); status != http.StatusOK {
+			t.Errorf("%s from an allowed origin: %d %s", path, status, data)
+		}
 	}
-	if got, want := len(src.calls), 2*3; got != want { // chat and completions, with each accepted type
+	if got, want := len(src.calls), 2*(3+len(nonJSON)+1); got != want { // chat and completions, each accepted
 		t.Errorf("%d generations ran, want %d", got, want)
 	}
 	c := ts.client()

@@ -212,7 +212,7 @@ func (s *Server) routes() {
 		api(path, s.requireKey(h), http.MethodGet)
 	}
 	post := func(path string, h http.HandlerFunc) {
-		api(path, s.requireKey(requireJSON(h)), http.MethodPost)
+		api(path, s.requireKey(s.requireJSON(h)), http.MethodPost)
 	}
 	// The OpenAI routes answer with and without /v1, as llama-server's do
 	// (clients given a base URL without /v1 call /chat/completions).
@@ -229,7 +229,7 @@ func (s *Server) routes() {
 		if strings.HasSuffix(path, "count_tokens") {
 			h = s.countTokens
 		}
-		r.Handle(path, s.cors.actual(anthropicRoute(s.requireKey(requireJSON(s.ready(h)))))).Methods(http.MethodPost)
+		r.Handle(path, s.cors.actual(anthropicRoute(s.requireKey(s.requireJSON(s.ready(h)))))).Methods(http.MethodPost)
 		r.Handle(path, s.cors.preflight([]string{http.MethodPost})).Methods(http.MethodOptions)
 	}
 	post("/v1/responses", s.ready(s.createResponse))
