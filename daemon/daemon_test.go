@@ -533,26 +533,29 @@ func TestSettledConfig(t *testing.T) {
 			t.Errorf("%q: %v, want an error saying the file is empty", empty, err)
 		}
 	}
-	// A writer that rewrites the file faster than it settles, for longer
-	// than a reload waits: refused, naming the file.
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.WriteFile(path, []byte(fmt.Sprintf("log:\n  level: warn\n# %d\n", i)), 0o644)
-			time.Sleep(configSettle / 4)
-		}
-	}()
-	_, err := settledConfig(path)
-	close(stop)
-	<-done
-	if err == nil || !strings.Contains(err.Error(), "kept changing") {
+	// A writer that rewrites the file between every two reads, for longer
+	// than a reload waits: refused, naming the file. (Rewritten in the wait
+	// itself: a writer on a clock of its own may be descheduled long enough
+	// on a loaded machine for two reads to agree.)
+	rewrites := 0
+	rewrite := func() {
+		rewrites++
+		writeConfig(t, path, fmt.Sprintf("log:\n  level: warn\n# %d\n", rewrites))
+	}
+	if _, err := settleConfig(path, rewrite); err == nil || !strings.Contains(err.Error(), path+" kept changing") {
 		t.Errorf("a file that keeps changing: %v, want it refused", err)
+	}
+	if rewrites != configSettleTries+1 {
+		t.Errorf("refused after %d reads, want %d", rewrites+1, configSettleTries+2)
+	}
+	// One that stops changing before the last try is applied as it ends.
+	rewrites = 0
+	data, err := settleConfig(path, func() {
+		if rewrites < configSettleTries {
+			rewrite()
+		}
+	})
+	if want := fmt.Sprintf("log:\n  level: warn\n# %d\n", configSettleTries); err != nil || string(data) != want {
+		t.Errorf("a file that settles on the last try: %q, %v; want %q", data, err, want)
 	}
 }

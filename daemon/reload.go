@@ -131,14 +131,21 @@ const (
 // refuses one with no settings in it (emptied or truncated): applying it
 // would reset every setting to its default, power.pin included.
 func settledConfig(path string) ([]byte, error) {
+	// Waiting here is for another program to finish writing the file, which
+	// nothing signals when it keeps the file open or writes it in several
+	// opens (the watch waits for the close; SIGHUP does not).
+	return settleConfig(path, func() { time.Sleep(configSettle) })
+}
+
+// settleConfig is settledConfig, with wait between two reads (tests change
+// the file there).
+func settleConfig(path string, wait func()) ([]byte, error) {
 	prev, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	for i := 0; ; i++ {
-		// Waiting here is for another program to finish writing the file,
-		// which nothing signals.
-		time.Sleep(configSettle)
+		wait()
 		cur, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
