@@ -18,7 +18,8 @@ import (
 // a GPU machine that can take the test binary but not edgellmd (the
 // device tool's carry limit): a synthetic model with the 27B model's layer
 // shapes and vocabulary (EDGELLMD_BENCH_LAYERS layers, default 2; type
-// EDGELLMD_BENCH_TYPE, default Q8_0), and with gpu_matmul scalar and
+// EDGELLMD_BENCH_TYPE, default Q8_0; F16, BF16, F32 or NVFP4, with
+// EDGELLMD_BENCH_ACT=nvfp4 for W4A4), and with gpu_matmul scalar and
 // coopmat: prefill of 512 tokens in passes of 256 (engine.DefaultPrefillChunk)
 // in tok/s, the matrix products' TFLOPS and share on tensor cores, a decode
 // step and the GB/s of weights it reads (against the copy bandwidth), and
@@ -45,10 +46,27 @@ func BenchmarkModel27B(b *testing.B) {
 	if d.Info().Kind == KindCPU {
 		size = "bench" // lavapipe: the 0.8B head geometry, to try the benchmark
 	}
-	path := filepath.Join(b.TempDir(), fmt.Sprintf("%s-%dl-%s.gguf", size, layers, typ))
+	// NVFP4: the synthetic F16 model quantized as `edgellmd quantize` does,
+	// run with Q8_0 activations (W4A8), or NVFP4 ones (W4A4) when
+	// EDGELLMD_BENCH_ACT=nvfp4.
+	synthType, act := typ, tensor.NVFP4ActQ8
+	if typ == "NVFP4" {
+		synthType = "F16"
+		if os.Getenv("EDGELLMD_BENCH_ACT") == "nvfp4" {
+			act = tensor.NVFP4ActFP4
+		}
+	}
+	path := filepath.Join(b.TempDir(), fmt.Sprintf("%s-%dl-%s.gguf", size, layers, synthType))
 	t0 := time.Now()
-	if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: size, Type: typ, Layers: layers, Seed: 1}); err != nil {
+	if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: size, Type: synthType, Layers: layers, Seed: 1}); err != nil {
 		b.Fatal(err)
+	}
+	if typ == "NVFP4" {
+		dst := path + ".nvfp4.gguf"
+		if _, err := quantize.QuantizeFile(path, dst, quantize.Options{Type: tensor.NVFP4}); err != nil {
+			b.Fatal(err)
+		}
+		path = dst
 	}
 	b.Logf("synth %s %d layers %s: %s", size, layers, typ, time.Since(t0).Round(time.Millisecond))
 	f, err := gguf.Open(path)
@@ -68,7 +86,7 @@ func BenchmarkModel27B(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, gm := loadPair(b, path, tensor.F16, tensor.NVFP4ActQ8)
+	_, gm := loadPair(b, path, tensor.F16, act)
 	V := gm.Hyper().Vocab
 	const nPrompt, chunk, nGen, ctxLen = 512, 256, 32, 1024
 	prompt := make([]int32, nPrompt)
