@@ -131,6 +131,11 @@ type APIConfig struct {
 	// with a 503 at once.
 	MaxConnections          int `yaml:"max_connections"`
 	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
+	// ResponsesStoreSize and ResponsesStoreTTL bound the OpenAI Responses
+	// API's stored responses (previous_response_id, GET
+	// /v1/responses/{id}), kept in memory.
+	ResponsesStoreSize int      `yaml:"responses_store_size"`
+	ResponsesStoreTTL  Duration `yaml:"responses_store_ttl"`
 }
 
 // publicRoutes are the values api.public takes.
@@ -179,6 +184,8 @@ func DefaultConfig() Config {
 			DrainTimeout:            Duration(30 * time.Second),
 			MaxConnections:          256,
 			MaxConnectionsPerClient: 64,
+			ResponsesStoreSize:      web.DefaultResponsesStoreSize,
+			ResponsesStoreTTL:       Duration(web.DefaultResponsesStoreTTL),
 		},
 		Update: UpdateConfig{StateDir: "/var/lib/edgellmd", TrustedDir: "/etc/edgellmd/trusted.d", Keep: 3},
 		Log:    LogConfig{Level: "info", Format: LogAuto},

@@ -105,6 +105,8 @@ api:
   drain_timeout: 0s
   max_connections: 32
   max_connections_per_client: 8
+  responses_store_size: 10
+  responses_store_ttl: 5m
 update:
   state_dir: /srv/edgellmd
   trusted_dir: /srv/keys
@@ -122,7 +124,8 @@ log:
 		Power:  PowerConfig{Pin: "MAXN_SUPER", JetsonClocks: true, CheckInterval: Duration(90 * time.Second), Repin: false},
 		API: APIConfig{Key: "s3cret-token", Public: []string{"metrics"}, CORSOrigins: []string{"https://app.example.com", "*"}, SpecialTokensInMessages: true, QueueDepth: 4, MaxBodyBytes: 3 * MiB / 2,
 			BodyTimeout: Duration(5 * time.Second), UploadTimeout: Duration(30 * time.Minute),
-			RequestTimeout: Duration(2 * time.Minute), DrainTimeout: 0, MaxConnections: 32, MaxConnectionsPerClient: 8},
+			RequestTimeout: Duration(2 * time.Minute), DrainTimeout: 0, MaxConnections: 32, MaxConnectionsPerClient: 8,
+			ResponsesStoreSize: 10, ResponsesStoreTTL: Duration(5 * time.Minute)},
 		Update: UpdateConfig{StateDir: "/srv/edgellmd", TrustedDir: "/srv/keys", Keep: 5},
 		Log:    LogConfig{Level: "debug", Format: LogJSON},
 	}

@@ -152,7 +152,8 @@ func (c *Config) validate(file string, lines map[string]int) error {
 	for _, d := range []struct {
 		key string
 		v   Duration
-	}{{"api.body_timeout", c.API.BodyTimeout}, {"api.upload_timeout", c.API.UploadTimeout}, {"api.request_timeout", c.API.RequestTimeout}} {
+	}{{"api.body_timeout", c.API.BodyTimeout}, {"api.upload_timeout", c.API.UploadTimeout}, {"api.request_timeout", c.API.RequestTimeout},
+		{"api.responses_store_ttl", c.API.ResponsesStoreTTL}} {
 		if d.v <= 0 {
 			bad(d.key, "must be a positive duration, got %s", d.v)
 		}
@@ -161,6 +162,7 @@ func (c *Config) validate(file string, lines map[string]int) error {
 		bad("api.drain_timeout", "must be >= 0, got %s", c.API.DrainTimeout)
 	}
 	between("api.max_connections", c.API.MaxConnections, 1, 1<<20)
+	between("api.responses_store_size", c.API.ResponsesStoreSize, 1, 1<<20)
 	if n := c.API.MaxConnectionsPerClient; n < 1 || n > max(c.API.MaxConnections, 1) {
 		bad("api.max_connections_per_client", "must be between 1 and api.max_connections (%d), got %d", c.API.MaxConnections, n)
 	}

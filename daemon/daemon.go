@@ -330,6 +330,8 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 		BodyTimeout:       cfg.API.BodyTimeout.D(),
 		UploadTimeout:     cfg.API.UploadTimeout.D(),
 		RequestTimeout:    cfg.API.RequestTimeout.D(),
+		ResponsesStore:    cfg.API.ResponsesStoreSize,
+		ResponsesTTL:      cfg.API.ResponsesStoreTTL.D(),
 		Log:               d.log,
 		// Requests that passed serveHTTP's gate before a stop began are
 		// served to the end: the API handler only exists once loaded.
@@ -412,6 +414,8 @@ type handlerOptions struct {
 	BodyTimeout       time.Duration
 	UploadTimeout     time.Duration
 	RequestTimeout    time.Duration
+	ResponsesStore    int           // api.responses_store_size
+	ResponsesTTL      time.Duration // api.responses_store_ttl
 	Log               zerolog.Logger
 	Ready             func() bool
 	Status            web.StatusSource // the status page's and /metrics' view of the daemon

@@ -34,6 +34,8 @@ func newWebHandler(o handlerOptions) (http.Handler, error) {
 		MaxBodyBytes:            o.MaxBodyBytes,
 		BodyTimeout:             o.BodyTimeout,
 		RequestTimeout:          o.RequestTimeout,
+		ResponsesStoreSize:      o.ResponsesStore,
+		ResponsesStoreTTL:       o.ResponsesTTL,
 		Log:                     o.Log,
 		Ready:                   o.Ready,
 		Status:                  o.Status,
