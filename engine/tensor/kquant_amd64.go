@@ -1,5 +1,7 @@
 package tensor
 
+import "unsafe"
+
 // The AVX2 cores of kquant_amd64.s, chosen by useSIMD like the other
 // kernels; their twins are q4kLanesGo and q6kLanesGo.
 
@@ -25,4 +27,17 @@ func q6kLanes(ql, qh []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
 		return
 	}
 	q6kLanesGo(ql, qh, x, scv, s)
+}
+
+//go:noescape
+func q4kDotsAVX2(q *byte, x *int8, xstride, n int, sc *int16, out *int32)
+
+// q4kDots: see q4kDotsGo.
+func q4kDots(q []byte, act []q8KAct, stride, n int, sc *[8]int16, out []int32) {
+	if useSIMD && n > 0 {
+		_, _, _ = q[127], act[(n-1)*stride], out[n-1]
+		q4kDotsAVX2(&q[0], &act[0].q[0], stride*int(unsafe.Sizeof(q8KAct{})), n, &sc[0], &out[0])
+		return
+	}
+	q4kDotsGo(q, act, stride, n, sc, out)
 }

@@ -110,3 +110,65 @@ TEXT ·q6kLanesAVX2(SB), NOSPLIT, $0-40
 	VMOVDQU Y13, (R8)
 	VZEROUPPER
 	RET
+
+// func q4kDotsAVX2(q *byte, x *int8, xstride, n int, sc *int16, out *int32)
+// The integer dot products of one Q4_K block (q: its 128 quant bytes) with
+// n activation blocks (x, then every xstride bytes), each sub-block scaled
+// by sc[c] (VPMADDWD with the broadcast scale, as ggml's kernels apply
+// them): out[v] = sum over c of sc[c] * (w*x over the 32 values of c).
+// The block is unpacked once for all n vectors.
+TEXT ·q4kDotsAVX2(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ xstride+16(FP), R9
+	MOVQ n+24(FP), CX
+	MOVQ sc+32(FP), DX
+	MOVQ out+40(FP), R8
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+
+#define UNPACK(j, lo, hi) \
+	VMOVDQU (j*32)(SI), lo; \
+	VPSRLW $4, lo, hi; \
+	VPAND Y15, lo, lo; \
+	VPAND Y15, hi, hi
+
+	UNPACK(0, Y0, Y1)
+	UNPACK(1, Y2, Y3)
+	UNPACK(2, Y4, Y5)
+	UNPACK(3, Y6, Y7)
+	TESTQ CX, CX
+	JEQ q4kdone
+
+#define DOTC(c, w) \
+	VPMADDUBSW (c*32)(DI), w, Y9; \
+	VPBROADCASTW (c*2)(DX), Y8; \
+	VPMADDWD Y8, Y9, Y9; \
+	VPADDD Y9, Y14, Y14
+
+q4kloop:
+	VPXOR Y14, Y14, Y14
+	DOTC(0, Y0)
+	DOTC(1, Y1)
+	DOTC(2, Y2)
+	DOTC(3, Y3)
+	DOTC(4, Y4)
+	DOTC(5, Y5)
+	DOTC(6, Y6)
+	DOTC(7, Y7)
+	VEXTRACTI128 $1, Y14, X9
+	VPADDD X9, X14, X14
+	VPSHUFD $0x4E, X14, X9
+	VPADDD X9, X14, X14
+	VPSHUFD $0xB1, X14, X9
+	VPADDD X9, X14, X14
+	VMOVD X14, (R8)
+	ADDQ $4, R8
+	ADDQ R9, DI
+	DECQ CX
+	JNZ q4kloop
+
+q4kdone:
+	VZEROUPPER
+	RET

@@ -57,3 +57,32 @@ func TestKQuantGoldenTwins(t *testing.T) {
 	defer func() { useSIMD = true }()
 	TestKQuantGolden(t)
 }
+
+// TestKQuantDotsAVX2: the repacked Q4_K integer sums of the AVX2 kernel
+// equal the Go twin's, for 1 to 9 vectors.
+func TestKQuantDotsAVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		q := bytesGen(128).Draw(t, "q")
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		stride := rapid.IntRange(1, 3).Draw(t, "stride")
+		act := make([]q8KAct, n*stride)
+		for v := range act {
+			copy(act[v].q[:], actGen().Draw(t, "x"))
+		}
+		var sc [8]int16
+		for i := range sc {
+			sc[i] = int16(rapid.IntRange(0, 63).Draw(t, "sc"))
+		}
+		got, want := make([]int32, n), make([]int32, n)
+		q4kDots(q, act, stride, n, &sc, got)
+		q4kDotsGo(q, act, stride, n, &sc, want)
+		for v := range got {
+			if got[v] != want[v] {
+				t.Fatalf("vector %d: AVX2 %d, Go %d", v, got[v], want[v])
+			}
+		}
+	})
+}

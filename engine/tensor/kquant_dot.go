@@ -318,3 +318,79 @@ func q4KScales(scales []byte, sc, mins *[8]int32) {
 		sc[j], mins[j] = int32(s), int32(m)
 	}
 }
+
+// q4kDotsGo gives, for one Q4_K block (q: its 128 quant bytes) and the n
+// activation blocks act[0], act[stride], ..., the integer sums of the
+// repacked arithmetic: out[v] = sum over the 8 sub-blocks c of sc[c] *
+// (w*x over c's 32 values). The twin of q4kDotsAVX2, which unpacks the
+// block once for all n.
+func q4kDotsGo(q []byte, act []q8KAct, stride, n int, sc *[8]int16, out []int32) {
+	q = q[:128]
+	for v := 0; v < n; v++ {
+		x := &act[v*stride].q
+		var s int32
+		for j := 0; j < 4; j++ {
+			var lo, hi int32
+			for k := 0; k < 32; k++ {
+				b := q[32*j+k]
+				lo += int32(b&0xF) * int32(x[64*j+k])
+				hi += int32(b>>4) * int32(x[64*j+32+k])
+			}
+			s += int32(sc[2*j])*lo + int32(sc[2*j+1])*hi
+		}
+		out[v] = s
+	}
+}
+
+// q4KRepackedRows computes rows [lo,hi) of a repacked Q4_K product for all
+// j.n vectors: each weight block is decoded once and its integer sums
+// taken against every vector's block at once (q4kDots), then each
+// vector's two accumulators step as in dotQ4KRepacked, whose bits these
+// are.
+func (j *mmJob) q4KRepackedRows(worker, lo, hi int) {
+	m, n := j.m, j.n
+	nb, rb := m.Cols/qkK, m.rowBytes()
+	acc := growF32(&j.kAcc[worker], 2*n)
+	sums := growI32(&j.kSum[worker], n)
+	var sc16 [8]int16
+	var sc, mins [8]int32
+	for r := lo; r < hi; r++ {
+		clear(acc)
+		row := m.Data[r*rb : (r+1)*rb]
+		for b := 0; b < nb; b++ {
+			blk := row[b*q4KBytes : (b+1)*q4KBytes]
+			q4KScales(blk[4:16], &sc, &mins)
+			for i, s := range sc {
+				sc16[i] = int16(s)
+			}
+			q4kDots(blk[16:144], j.actK[b:], nb, n, &sc16, sums)
+			dW, dminW := f16At(blk), f16At(blk[2:])
+			for v := 0; v < n; v++ {
+				a := &j.actK[v*nb+b]
+				var sm int32
+				for k := 0; k < 8; k++ {
+					sm += mins[k] * (int32(a.bsums[2*k]) + int32(a.bsums[2*k+1]))
+				}
+				acc[2*v] = fma32(float32(sums[v]), dW*a.d, acc[2*v])
+				acc[2*v+1] = fma32(float32(sm), dminW*a.d, acc[2*v+1])
+			}
+		}
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = acc[2*v] - acc[2*v+1]
+		}
+	}
+}
+
+func growF32(s *[]float32, n int) []float32 {
+	if cap(*s) < n {
+		*s = make([]float32, n)
+	}
+	return (*s)[:n]
+}
+
+func growI32(s *[]int32, n int) []int32 {
+	if cap(*s) < n {
+		*s = make([]int32, n)
+	}
+	return (*s)[:n]
+}

@@ -3,6 +3,7 @@ package tensor
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"os"
 	"testing"
 )
@@ -84,5 +85,46 @@ func TestKQuantGolden(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestQ4KRepackedRows: the repacked Q4_K rows of MatMul (a block decoded
+// once for every vector) give dotQ4KRepacked's bits for each (row, vector).
+func TestQ4KRepackedRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, cols = 16, 512
+	data := make([]byte, rows*cols/qkK*q4KBytes)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	for b := 0; b < len(data)/q4KBytes; b++ {
+		data[b*q4KBytes+1] = 0x20 | byte(rng.Uint32()&0xF)
+		data[b*q4KBytes+3] = 0x20 | byte(rng.Uint32()&0xF)
+	}
+	m, err := NewMatrix(Q4_K, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, threads := range []int{1, 2} {
+		p := NewPool(threads)
+		for n := 1; n <= 5; n++ {
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			dst := make([]float32, n*rows)
+			p.MatMul(dst, m, x, n)
+			act := make([]q8KAct, cols/qkK)
+			for v := 0; v < n; v++ {
+				quantizeQ8K(act, x[v*cols:(v+1)*cols])
+				for r := 0; r < rows; r++ {
+					want := dotQ4KRepacked(data[r*cols/qkK*q4KBytes:(r+1)*cols/qkK*q4KBytes], act)
+					if got := dst[v*rows+r]; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("threads %d, %d vectors: (row %d, vector %d) = %g, dotQ4KRepacked %g", threads, n, r, v, got, want)
+					}
+				}
+			}
+		}
+		p.Close()
 	}
 }

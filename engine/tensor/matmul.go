@@ -14,17 +14,19 @@ type mmJob struct {
 	x   []float32 // F32, F16, BF16: the activations the kernels read
 	n   int
 
-	src   []float32 // the caller's activations, while they are converted
-	actF  []float32 // F16/BF16: activations rounded to the weight type
-	actQ  []q8Act   // Q8_0: activation blocks, vector after vector: actQ[v*nb+b]
-	actP  []q8Pair  // Q8_0, n > 1: vectors 2i and 2i+1 packed: actP[i*nb+b]
-	actF4 []fp4Act  // NVFP4 W4A4: activation blocks, vector after vector
-	actK  []q8KAct  // K-quants, IQ4_XS: Q8_K super-blocks, vector after vector
-	actS  []float32 // Q4_1, Q5_1: each Q8_1 block's d*sum(q) (actQ holds the quants)
-	actT  []byte    // tile kernels: activations repacked per group (gemm.go)
-	tiled bool      // rows runs the tile kernels on actT
-	vnni  bool      // rows runs the AVX-512 VNNI kernels on actT (vnni_amd64.go)
-	invG  []float32 // NVFP4 W4A4: per vector, 1/G (nvfp4a4.go)
+	src   []float32   // the caller's activations, while they are converted
+	actF  []float32   // F16/BF16: activations rounded to the weight type
+	actQ  []q8Act     // Q8_0: activation blocks, vector after vector: actQ[v*nb+b]
+	actP  []q8Pair    // Q8_0, n > 1: vectors 2i and 2i+1 packed: actP[i*nb+b]
+	actF4 []fp4Act    // NVFP4 W4A4: activation blocks, vector after vector
+	actK  []q8KAct    // K-quants, IQ4_XS: Q8_K super-blocks, vector after vector
+	actS  []float32   // Q4_1, Q5_1: each Q8_1 block's d*sum(q) (actQ holds the quants)
+	kAcc  [][]float32 // per worker: repacked Q4_K accumulators (kquant_dot.go)
+	kSum  [][]int32   // per worker: repacked Q4_K integer sums
+	actT  []byte      // tile kernels: activations repacked per group (gemm.go)
+	tiled bool        // rows runs the tile kernels on actT
+	vnni  bool        // rows runs the AVX-512 VNNI kernels on actT (vnni_amd64.go)
+	invG  []float32   // NVFP4 W4A4: per vector, 1/G (nvfp4a4.go)
 	wide  [][]float32
 	lanes [][]float32 // per worker: one vector, rounded, before it goes lane-major
 
@@ -62,6 +64,8 @@ func (p *Pool) SetNVFP4Activations(a NVFP4Activations) { p.mm.nvAct = a }
 func (j *mmJob) init(p *Pool) {
 	j.wide = make([][]float32, p.threads)
 	j.lanes = make([][]float32, p.threads)
+	j.kAcc = make([][]float32, p.threads)
+	j.kSum = make([][]int32, p.threads)
 	j.rowsFn = j.rows
 	j.convertFn = j.convert
 }
@@ -306,6 +310,10 @@ func (j *mmJob) rows(worker, lo, hi int) {
 	if k := actKind(m.Type); k != actNone {
 		rb := m.rowBytes()
 		repacked := repackedAVX2(m.Type, rows)
+		if repacked && m.Type == Q4_K {
+			j.q4KRepackedRows(worker, lo, hi)
+			return
+		}
 		for v := 0; v < n; v++ {
 			out := j.dst[v*rows+lo : v*rows+hi]
 			for r := range out {
