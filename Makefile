@@ -103,7 +103,8 @@ gpu-test: build
 # compiles them; unpacked into $(MESA26_ROOT) without installing anything
 # or mounting anything (scripts/mesa26-root.sh says how), once: a later run
 # finds it. gpu-test-mesa26 runs the GPU engine's tests there, a device
-# without cooperative matrices failing them (EDGELLMD_REQUIRE_COOPMAT=1).
+# without cooperative matrices failing them (EDGELLMD_REQUIRE_COOPMAT=1), and
+# checks the binding's cooperative-matrix structs against sid's headers.
 MESA26_ROOT ?= bin/mesa26-root
 mesa26-root:
 	sh scripts/mesa26-root.sh $(MESA26_ROOT)
@@ -111,7 +112,7 @@ mesa26-root:
 gpu-test-mesa26: mesa26-root gpu-test
 	$(MESA26_ROOT)/run bin/edgellmd devices
 	cd engine/gpu && EDGELLMD_REQUIRE_GPU=1 EDGELLMD_REQUIRE_COOPMAT=1 $(abspath $(MESA26_ROOT))/run ../../bin/gpu.test -test.count=1 -test.timeout 15m
-	cd engine/gpu/internal/vk && EDGELLMD_REQUIRE_GPU=1 $(abspath $(MESA26_ROOT))/run ../../../../bin/gpu-vk.test -test.count=1
+	cd engine/gpu/internal/vk && EDGELLMD_REQUIRE_GPU=1 EDGELLMD_VULKAN_INCLUDE=$(abspath $(MESA26_ROOT))/usr/include $(abspath $(MESA26_ROOT))/run ../../../../bin/gpu-vk.test -test.count=1
 
 # On a machine with a real GPU, in under 8 minutes: the device list, the
 # GPU engine's tests on the GPU (EDGELLMD_REQUIRE_GPU=1), and bench decode on

@@ -17,18 +17,27 @@
 #   ROOT/run PROGRAM ARGS...   a host-built Go binary (engine/gpu's test
 #                              binary, edgellmd) on Mesa 26 lavapipe
 #   ROOT/glslc ARGS...         sid's glslc
+#   ROOT/usr/include           sid's Vulkan headers
 #
-# A second run finds ROOT/.done and does nothing (delete ROOT to refresh
-# it). MIRROR overrides the Debian mirror (default: the one the host's apt
+# A second run finds ROOT/.done with the same package list and does nothing
+# (delete ROOT to refresh it). MIRROR overrides the Debian mirror (default: the one the host's apt
 # uses). sid's Release file on a snapshot mirror is past its Valid-Until,
 # so that check is off; the signatures are still checked against the host's
 # Debian keyring.
 set -eu
 R=$(realpath -m "${1:?usage: mesa26-root.sh ROOT}")
-if [ -e "$R/.done" ]; then exit 0; fi
+# libvulkan-dev: sid's headers, against which engine/gpu/internal/vk checks
+# its cooperative-matrix struct mirrors (Debian 12's predate them).
+want="libc6 libvulkan1 libvulkan-dev mesa-vulkan-drivers glslc"
+if [ -e "$R/.done" ] && [ "$(cat "$R/.done")" = "$want" ]; then exit 0; fi
 if [ -z "${MIRROR:-}" ]; then
 	MIRROR=$(grep -h -o -E 'https?://[^ ]*debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null | head -1 | tr -d ' ' || true)
 	MIRROR=${MIRROR:-http://deb.debian.org/debian}
+fi
+# Only a root this script made (its .done) or an empty folder is replaced.
+if [ "$R" = / ] || { [ -d "$R" ] && [ ! -e "$R/.done" ] && [ -n "$(ls -A "$R")" ]; }; then
+	echo "mesa26-root: $R is not empty and was not made by this script: give an empty or new folder" >&2
+	exit 1
 fi
 rm -rf "$R"
 mkdir -p "$R/.debs"
@@ -42,7 +51,7 @@ echo "mesa26-root: sid from $MIRROR -> $R"
 apt-get $o update >/dev/null
 # shellcheck disable=SC2086
 pkgs=$(apt-cache $o depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances --no-pre-depends \
-	libc6 libvulkan1 mesa-vulkan-drivers glslc | grep -E '^[a-z0-9]' | sort -u |
+	$want | grep -E '^[a-z0-9]' | sort -u |
 	grep -v -E '^(debconf|perl-base|dpkg|sensible-utils|gcc-.*-base|libc-bin|tar|install-info)$')
 cd "$R/.debs"
 # shellcheck disable=SC2086
@@ -77,4 +86,4 @@ chmod +x "$R/run" "$R/glslc"
 rm -rf "$R/.debs"
 "$R/glslc" --version | head -1
 echo "mesa26-root: $(ls "$lib"/libvulkan_lvp.so) from mesa-vulkan-drivers $(apt-cache $o show mesa-vulkan-drivers | sed -n 's/^Version: //p' | head -1)"
-touch "$R/.done"
+echo "$want" >"$R/.done"
