@@ -151,7 +151,8 @@ function render(s) {
     const gpu = dv.engine !== "cpu";
     set("dev-engine", !gpu ? "CPU" : dv.kind === "CPU" ? "Vulkan on the CPU (lavapipe)" : "GPU (Vulkan)");
     set("dev-name", dv.name + (dv.kind ? " · " + dv.kind : "") + (dv.api ? " · Vulkan " + dv.api : ""));
-    set("dev-driver", dv.driver || "–");
+    set("dev-driver", (dv.driver || "–") + (dv.gpu_matmul ? " · matrix products on " +
+      (dv.gpu_matmul === "coopmat" ? `tensor cores (${dv.gpu_matmul_tiles})` : "the scalar shaders") : ""));
     set("dev-mem", gpu ? `${bytes(dv.memory_used_bytes)} of ${bytes(dv.memory_total_bytes)}` : "the machine's (see Machine)");
     set("dev-sel", "model.device: " + dv.selector);
     $("dev-note").textContent = dv.note || "";
