@@ -12,6 +12,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 // OpenAI's chat completion objects, as far as this server fills them.
@@ -264,7 +265,7 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 		plan.publishAt = append(plan.publishAt, n)
 	}
 	reasoningOpen := chat.ReasoningOpen(promptText)
-	if formatted && (reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), thinkClose))) {
+	if formatted && (reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), turn.ThinkClose))) {
 		// A model that reasons first writes its <think> block freely; the
 		// format holds from after "</think>" (what the template writes
 		// there is forced), as a forced tool call does.
@@ -280,7 +281,7 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 		plan.split = chat.NewParser(p.Chat.Tools, chat.ParserOptions{StartInReasoning: reasoningOpen, IDPrefix: idPrefix + randomHex(4) + "_"})
 		plan.callOpen = "<tool_call>"
 	} else {
-		plan.split = newReasoningSplitter(reasoningOpen)
+		plan.split = turn.NewReasoningSplitter(reasoningOpen)
 	}
 	switch p.ToolChoice {
 	case toolNone:
@@ -288,7 +289,7 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 			// The tools stay in the prompt (as llama.cpp and vLLM keep
 			// them, and the prompt cache wants); a call the model starts
 			// anyway ends the answer instead of leaking markup.
-			plan.stops = append(plan.stops, stopString{text: strings.TrimSpace(s.markup.open)})
+			plan.stops = append(plan.stops, turn.Stop{Text: strings.TrimSpace(s.markup.open)})
 		}
 	case toolRequired, toolNamed:
 		if !s.canForce {
@@ -296,13 +297,13 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 		}
 		plan.force = s.markup.prefix(p.ToolName)
 		plan.reasoningOpen = reasoningOpen
-		plan.mayReason = reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), thinkClose))
+		plan.mayReason = reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), turn.ThinkClose))
 		plan.afterReasoning = s.markup.afterReasoning
 	}
 	if parse && (!p.ParallelToolCalls || p.ToolChoice == toolNamed) {
 		// One call at most: the generation ends after the first call's
 		// closing tag (kept, so the parser sees the call complete).
-		plan.stops = append(plan.stops, stopString{text: "</tool_call>", keep: true})
+		plan.stops = append(plan.stops, turn.Stop{Text: "</tool_call>", Keep: true})
 	}
 	return plan, nil
 }
@@ -363,7 +364,7 @@ func (s *Server) newPlan(param, text string, plain [][2]int, ids []int32, g genP
 		plan.sample.Seed = rand.Uint64()
 	}
 	for _, st := range g.Stop {
-		plan.stops = append(plan.stops, stopString{text: st, client: true})
+		plan.stops = append(plan.stops, turn.Stop{Text: st, Client: true})
 	}
 	return plan, nil
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 type textCompletion struct {
@@ -44,7 +45,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	plan.split = plainText{}
+	plan.split = turn.PlainText{}
 	// A raw prompt has no template to say where the next one will agree
 	// with it: publish it whole, for a next prompt that extends it.
 	plan.publishAt = []int{len(plan.prompt)}

@@ -1,19 +1,18 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/speculative"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 // tokenSource runs one generation and calls emit for each output token, as
@@ -28,8 +27,8 @@ type genPlan struct {
 	maxTokens int // 0: until end of generation or the context is full
 	sample    sample.Params
 	ignoreEOS bool
-	stops     []stopString
-	split     splitter
+	stops     []turn.Stop
+	split     turn.Splitter
 	publishAt []int // prefix cache snapshot positions (engine.Request.PublishAt)
 	// constraint limits the output (after any forced markup) to a
 	// grammar; penalties and logprobs go to the engine as given.
@@ -146,23 +145,18 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 	}
 	s.live.add(live)
 	defer s.live.remove(live)
-	dec := newTextDecoder(plan.stops, plan.split)
+	dec := turn.NewTextDecoder(plan.stops, plan.split)
 	if plan.mayReason {
 		// The server's own stop strings (after one call's "</tool_call>")
 		// are about the answer, not the reasoning before it, which may
 		// mention them: they hold from the end of the reasoning on.
-		dec.stops.stops = nil
-		for _, st := range plan.stops {
-			if st.client {
-				dec.stops.stops = append(dec.stops.stops, st)
-			}
-		}
+		dec.SetStops(turn.ClientStops(plan.stops))
 	}
 	emit := s.guard(func(t engine.Token) error {
 		out.tokenArrived()
 		live.token()
 		plan.lp.push(t)
-		deltas, stop := dec.push(t.Piece)
+		deltas, stop := dec.Push(t.Piece)
 		sink(deltas)
 		if stop {
 			return engine.ErrStop
@@ -187,7 +181,7 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 			}
 			prompt = append(append([]int32(nil), plan.prompt...), kept...)
 			used = len(kept)
-			dec.stops.stops = plan.stops
+			dec.SetStops(plan.stops)
 		}
 		forced := plan.force
 		if used > 0 || closing != "" {
@@ -196,7 +190,7 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 		forcedTokens := s.tok.Encode(forced, false, true)
 		used += len(forcedTokens)
 		out.outputTokens = used
-		sink(dec.inject(forced))
+		sink(dec.Inject(forced))
 		req.Prompt = append(prompt, forcedTokens...)
 		if plan.maxTokens > 0 {
 			if req.MaxTokens = plan.maxTokens - used; req.MaxTokens <= 0 {
@@ -223,8 +217,8 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 		return out, err
 	}
 	out.finish = res.FinishReason
-	if m := dec.stops.matched; m != nil && m.client {
-		out.stopSequence = m.text
+	if m := dec.Matched(); m != nil && m.Client {
+		out.stopSequence = m.Text
 	}
 	sink(plan.endText(dec, out.finish))
 	return out, nil
@@ -235,41 +229,12 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 // (the parser then gives its text back as content), the call is dropped:
 // partial markup never reaches the content. A call cut later is reported
 // as far as it got, with finish reason "length".
-func (plan *genPlan) endText(dec *textDecoder, finish string) []chat.Delta {
-	ds := dec.finish()
+func (plan *genPlan) endText(dec *turn.TextDecoder, finish string) []chat.Delta {
+	ds := dec.Finish()
 	if finish != "length" || plan.callOpen == "" {
 		return ds
 	}
-	return dropCutCall(ds, plan.callOpen)
-}
-
-// dropCutCall removes the content from the first open (or from a start of
-// open at its very end) on.
-func dropCutCall(ds []chat.Delta, open string) []chat.Delta {
-	out := ds[:0:0]
-	for i, d := range ds {
-		if d.Content != "" {
-			j := strings.Index(d.Content, open)
-			if j < 0 && i == len(ds)-1 {
-				if n := partialSuffix(d.Content, open); n > 0 {
-					j = len(d.Content) - n
-				}
-			}
-			if j >= 0 {
-				if kept := strings.TrimRight(d.Content[:j], " \t\r\n"); kept != "" {
-					out = append(out, chat.Delta{Content: kept})
-				}
-				for _, rest := range ds[i+1:] {
-					if rest.Content == "" {
-						out = append(out, rest)
-					}
-				}
-				return out
-			}
-		}
-		out = append(out, d)
-	}
-	return out
+	return turn.DropCutCall(ds, plan.callOpen)
 }
 
 // request is the engine request of plan, without its constraint.
@@ -287,15 +252,15 @@ func (plan *genPlan) request() engine.Request {
 // inside its reasoning does not end the turn while a call is pending:
 // its reasoning is kept and closing ("</think>") closes it, the call is
 // forced after it.
-func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecoder, sink func([]chat.Delta), out *genOutcome) (kept []int32, closing string, done bool, err error) {
-	gate := reasoningGate{open: plan.reasoningOpen}
+func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *turn.TextDecoder, sink func([]chat.Delta), out *genOutcome) (kept []int32, closing string, done bool, err error) {
+	gate := turn.ReasoningGate{Open: plan.reasoningOpen}
 	stoppedByText := false
 	emit := s.guard(func(t engine.Token) error {
 		out.tokenArrived()
 		plan.lp.push(t)
-		pass, stop := gate.push(t.Piece)
+		pass, stop := gate.Push(t.Piece)
 		if len(pass) > 0 {
-			deltas, textStop := dec.push(pass)
+			deltas, textStop := dec.Push(pass)
 			sink(deltas)
 			if textStop {
 				stoppedByText = true
@@ -317,65 +282,30 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *textDecode
 	endedTurn := res.FinishReason == "stop" && !stoppedByText // the model wrote its end of turn
 	switch {
 	case stoppedByText:
-	case gate.closed:
+	case gate.Closed:
 		return res.Tokens, "", false, nil
-	case gate.open && endedTurn:
+	case gate.Open && endedTurn:
 		kept := res.Tokens
 		for len(kept) > 0 && s.tok.IsEOG(kept[len(kept)-1]) {
 			kept = kept[:len(kept)-1]
 		}
-		return kept, "\n" + thinkClose, false, nil
-	case gate.none || endedTurn:
+		return kept, "\n" + turn.ThinkClose, false, nil
+	case gate.None || endedTurn:
 		*out = genOutcome{promptTokens: out.promptTokens, cachedTokens: out.cachedTokens, draft: out.draft,
 			targetSteps: out.targetSteps, draftTokens: out.draftTokens, acceptedTokens: out.acceptedTokens,
 			draftSteps: out.draftSteps, acceptedAt: out.acceptedAt}
 		return nil, "", false, nil
-	case len(gate.undecided) > 0:
-		deltas, _ := dec.push(gate.undecided)
+	case len(gate.Undecided) > 0:
+		deltas, _ := dec.Push(gate.Undecided)
 		sink(deltas)
 	}
 	out.outputTokens = len(res.Tokens)
 	out.finish = res.FinishReason
-	if m := dec.stops.matched; m != nil && m.client {
-		out.stopSequence = m.text
+	if m := dec.Matched(); m != nil && m.Client {
+		out.stopSequence = m.Text
 	}
 	sink(plan.endText(dec, out.finish))
 	return nil, "", true, nil
-}
-
-// reasoningGate watches the raw output for a <think> block: it passes the
-// reasoning on and asks to stop once "</think>" is written (closed), or
-// as soon as the output is known not to start with "<think>" (none).
-type reasoningGate struct {
-	open      bool
-	undecided []byte // output so far, while it may still be "<think>"
-	tail      string // the last bytes passed, to find "</think>" across pieces
-	closed    bool
-	none      bool
-}
-
-func (g *reasoningGate) push(piece []byte) (pass []byte, stop bool) {
-	if !g.open {
-		g.undecided = append(g.undecided, piece...)
-		t := bytes.TrimLeft(g.undecided, " \t\r\n")
-		switch {
-		case bytes.HasPrefix(t, []byte(thinkOpen)):
-			g.open = true
-			piece, g.undecided = g.undecided, nil
-		case bytes.HasPrefix([]byte(thinkOpen), t):
-			return nil, false
-		default:
-			g.none = true
-			return nil, true
-		}
-	}
-	window := g.tail + string(piece)
-	if i := strings.Index(window, thinkClose); i >= 0 {
-		g.closed = true
-		return piece[:i+len(thinkClose)-len(g.tail)], true
-	}
-	g.tail = window[max(0, len(window)-len(thinkClose)+1):]
-	return piece, false
 }
 
 // guard recovers a panic of the text pipeline inside emit, which runs on

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 // toolMarkup is how the model's chat template writes an assistant tool
@@ -112,10 +113,10 @@ func probeToolMarkup(tpl *chat.Template) (m toolMarkup, ok bool) {
 		m.close = call[one+brace+1 : end]
 	}
 	m.afterReasoning = "\n\n"
-	if r := strings.Index(text, reasoning); r >= 0 && strings.Contains(text[:r], thinkOpen) {
+	if r := strings.Index(text, reasoning); r >= 0 && strings.Contains(text[:r], turn.ThinkOpen) {
 		m.reasons = true
-		if c := strings.Index(text[r:], thinkClose); c >= 0 && r+c+len(thinkClose) <= at {
-			m.afterReasoning = text[r+c+len(thinkClose) : at]
+		if c := strings.Index(text[r:], turn.ThinkClose); c >= 0 && r+c+len(turn.ThinkClose) <= at {
+			m.afterReasoning = text[r+c+len(turn.ThinkClose) : at]
 		}
 	}
 	return m, true

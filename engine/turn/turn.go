@@ -7,11 +7,17 @@
 //
 // It sits beside engine/chat (templates and the output parser) rather than
 // in web/, so that the OpenAI chat, OpenAI Responses and Anthropic
-// Messages adapters share one set of types and one validation of the
-// sampling settings; a behaviour fixed here is fixed for every API.
+// Messages adapters share one set of types, one validation of the
+// sampling settings and one text stage (text.go: whole UTF-8 from token
+// bytes, stop strings, the reasoning/content split, the reasoning gate of
+// a forced call, dropping a call cut by the token limit); a behaviour
+// fixed here is fixed for every API.
 //
-// What it is not for: HTTP, JSON wire shapes (web/ has those), or running
-// the engine.
+// What it is not for: HTTP and JSON wire shapes (web/ has those). Still in
+// web/ for now: building a turn's plan (template rendering, publish
+// points, control-token spans, tool-call and format grammars) and running
+// it on the engine (web/chat.go chatPlan, web/generate.go), which are
+// bound to the server's tokenizer, template and scheduler.
 package turn
 
 import (

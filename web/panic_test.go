@@ -1,0 +1,47 @@
+package web
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/engine"
+)
+
+func TestGuardRecoversEmitPanic(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Server{log: zerolog.New(&logs)}
+	emit := s.guard(func(engine.Token) error { panic("boom") })
+	if err := emit(engine.Token{}); err != errEmitPanic {
+		t.Fatalf("got %v", err)
+	}
+	if !strings.Contains(logs.String(), "boom") {
+		t.Errorf("no log line: %s", logs.String())
+	}
+}
+
+func TestHandlerPanicIs500WithLogLine(t *testing.T) {
+	logs := &logBuffer{}
+	s := &Server{log: zerolog.New(logs)}
+	h := s.logRequests(s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("handler bug") })))
+	rr := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	req.Header.Set("X-Request-ID", "panic-1")
+	h.ServeHTTP(rr, req)
+	if rr.Code != 500 {
+		t.Fatalf("status %d", rr.Code)
+	}
+	checkErrorShape(t, rr.Body.Bytes())
+	var sawPanic, sawRequest bool
+	for _, l := range logs.lines() {
+		sawPanic = sawPanic || (l["message"] == "handler panic" && l["panic"] == "handler bug")
+		sawRequest = sawRequest || (l["request_id"] == "panic-1" && l["status"] == float64(500))
+	}
+	if !sawPanic || !sawRequest {
+		t.Errorf("log lines: panic %v request %v", sawPanic, sawRequest)
+	}
+}
