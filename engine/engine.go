@@ -270,6 +270,12 @@ func Load(path string, opt Options) (*Engine, error) {
 	}
 	m = pl.m
 	ctxLen := opt.ContextLen
+	if ctxLen > m.Hyper().Context {
+		// Said at start, never silently: a client told the configured
+		// length would be refused past the model's.
+		opt.Log.Warn().Int("context_length", ctxLen).Int("model_context_length", m.Hyper().Context).
+			Msgf("model.context_length %d is more than the model's own context length %d (its training window and the positions it knows): serving %d tokens per sequence", ctxLen, m.Hyper().Context, m.Hyper().Context)
+	}
 	if ctxLen <= 0 || ctxLen > m.Hyper().Context {
 		ctxLen = m.Hyper().Context
 	}
