@@ -156,3 +156,53 @@ func BenchmarkModel27B(b *testing.B) {
 	}
 	b.Logf("copy bandwidth %.1f GB/s; %d weight bytes per decode step", copyBW/1e9, weightBytes)
 }
+
+// BenchmarkLoadInPlace measures what importing the mapped file's weights
+// saves on a device whose memory is the host's (Jetson, integrated GPUs,
+// lavapipe): the time to build the GPU model and the device memory it
+// holds, weights in place against copied, on a synthetic model of the
+// 0.8B head geometry (bench size, EDGELLMD_BENCH_LAYERS layers, default
+// 4, Q8_0).
+//
+//	go test ./engine/gpu -run '^$' -bench LoadInPlace -benchtime 3x
+func BenchmarkLoadInPlace(b *testing.B) {
+	d := testDevice(b)
+	if !d.sharesHostMemory() {
+		b.Skipf("%s: weights are copied on this device", d.Info().Name)
+	}
+	layers := 4
+	if s := os.Getenv("EDGELLMD_BENCH_LAYERS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			layers = n
+		}
+	}
+	path := filepath.Join(b.TempDir(), "bench.gguf")
+	if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: "bench", Type: "Q8_0", Layers: layers, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	cpu, _ := loadPair(b, path, tensor.F16, tensor.NVFP4ActQ8)
+	w, err := model.Describe(cpu)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, inPlace := range []bool{true, false} {
+		name := "copied"
+		if inPlace {
+			name = "in_place"
+		}
+		b.Run(name, func(b *testing.B) {
+			var used int64
+			for i := 0; i < b.N; i++ {
+				before := d.MemoryUsed()
+				gm, err := load(d, w, tensor.NVFP4ActQ8, inPlace)
+				if err != nil {
+					b.Fatal(err)
+				}
+				used = d.MemoryUsed() - before
+				gm.(*gpuModel).Close()
+			}
+			b.ReportMetric(float64(used)/(1<<20), "device_MiB")
+			b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "load_ms")
+		})
+	}
+}
