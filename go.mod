@@ -6,6 +6,7 @@ require (
 	github.com/anthropics/anthropic-sdk-go v1.19.0
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/ebitengine/purego v0.11.3
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/gorilla/mux v1.8.1
 	github.com/mattn/go-isatty v0.0.24
 	github.com/nikolalohinski/gonja/v2 v2.9.1

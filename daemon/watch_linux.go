@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirWatch is an inotify watch on one directory. fsnotify does not offer
+// dirWatch is an inotify watch on one directory. fsnotify does not export
 // IN_CLOSE_WRITE, which is what says that a file written in place is done.
 type dirWatch struct {
 	f      *os.File
