@@ -338,7 +338,12 @@ type laneAcc [8]float32
 // step is acc[l] = fma(d, float32(s[l]), acc[l]) for every lane.
 func (a *laneAcc) step(d float32, s *[8]int32) {
 	for l := range a {
-		a[l] = fma32(d, float32(s[l]), a[l])
+		x := float32(s[l])
+		if r := float64(d)*float64(x) + float64(a[l]); fmaOK(r) {
+			a[l] = float32(r)
+		} else {
+			a[l] = fma32(d, x, a[l])
+		}
 	}
 }
 
@@ -439,7 +444,7 @@ func dotIQ4NL(row []byte, act []q8Act) float32 {
 		for j := range w {
 			si += int32(w[j]) * int32(act[b].q[j])
 		}
-		sumf = fma32(act[b].d*f16At(blk), float32(si), sumf)
+		sumf = fmaF(act[b].d*f16At(blk), float32(si), sumf)
 	}
 	return sumf
 }
@@ -454,7 +459,7 @@ func dotLegacyQ8_1(t DType, row []byte, act []q8Act, s []float32) float32 {
 	var summs float32
 	for b := range act[:len(row)/bb] {
 		blk := row[b*bb : (b+1)*bb]
-		summs = fma32(f16At(blk[2:]), s[b], summs)
+		summs = fmaF(f16At(blk[2:]), s[b], summs)
 		unpackLegacy(t, &w, blk)
 		lanes32(&ls, &w, act[b].q[:])
 		acc.step(f16At(blk)*act[b].d, &ls)
@@ -508,4 +513,22 @@ func growK(s []q8KAct, n int) []q8KAct {
 		return make([]q8KAct, n)
 	}
 	return s[:n]
+}
+
+// fmaF is fma32 through fmaOK's fast case.
+func fmaF(a, b, c float32) float32 {
+	if s := float64(a)*float64(b) + float64(c); fmaOK(s) {
+		return float32(s)
+	}
+	return fma32(a, b, c)
+}
+
+// fmaOK says whether s, a float32 product plus a float32 (exact product,
+// one rounding in float64), rounds to float32 as the fused multiply-add
+// would: unless its dropped bits are exactly half an ulp, or it lies below
+// float32's normal range, where fma32 resolves the double rounding. Small
+// enough to inline in the hot loops.
+func fmaOK(s float64) bool {
+	b := math.Float64bits(s)
+	return b&(1<<29-1) != 1<<28 && b>>52&0x7ff >= 1023-126
 }

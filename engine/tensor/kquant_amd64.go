@@ -30,14 +30,27 @@ func q6kLanes(ql, qh []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
 }
 
 //go:noescape
-func q4kDotsAVX2(q *byte, x *int8, xstride, n int, sc *int16, out *int32)
+func q4kStepAVX2(q *byte, a *q8KAct, astride, n int, sc *int16, mins16 *int16, dW, dminW float32, acc *float32)
 
-// q4kDots: see q4kDotsGo.
-func q4kDots(q []byte, act []q8KAct, stride, n int, sc *[8]int16, out []int32) {
+// q4kStep: see q4kStepGo.
+func q4kStep(q []byte, act []q8KAct, stride, n int, sc *[8]int16, mins16 *[16]int16, dW, dminW float32, acc []float32) {
 	if useSIMD && n > 0 {
-		_, _, _ = q[127], act[(n-1)*stride], out[n-1]
-		q4kDotsAVX2(&q[0], &act[0].q[0], stride*int(unsafe.Sizeof(q8KAct{})), n, &sc[0], &out[0])
+		_, _, _ = q[127], act[(n-1)*stride], acc[2*n-1]
+		q4kStepAVX2(&q[0], &act[0], stride*int(unsafe.Sizeof(q8KAct{})), n, &sc[0], &mins16[0], dW, dminW, &acc[0])
 		return
 	}
-	q4kDotsGo(q, act, stride, n, sc, out)
+	q4kStepGo(q, act, stride, n, sc, mins16, dW, dminW, acc)
+}
+
+//go:noescape
+func q6kStepAVX2(ql, qh *byte, a *q8KAct, astride, n int, scv *int16, sc *int16, dW float32, acc *float32)
+
+// q6kStep: see q6kStepGo.
+func q6kStep(ql, qh []byte, act []q8KAct, stride, n int, scv *[128]int16, sc *[16]int16, dW float32, acc []float32) {
+	if useSIMD && n > 0 {
+		_, _, _, _ = ql[127], qh[63], act[(n-1)*stride], acc[8*n-1]
+		q6kStepAVX2(&ql[0], &qh[0], &act[0], stride*int(unsafe.Sizeof(q8KAct{})), n, &scv[0], &sc[0], dW, &acc[0])
+		return
+	}
+	q6kStepGo(ql, qh, act, stride, n, scv, sc, dW, acc)
 }

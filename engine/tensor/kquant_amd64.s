@@ -111,35 +111,14 @@ TEXT ·q6kLanesAVX2(SB), NOSPLIT, $0-40
 	VZEROUPPER
 	RET
 
-// func q4kDotsAVX2(q *byte, x *int8, xstride, n int, sc *int16, out *int32)
-// The integer dot products of one Q4_K block (q: its 128 quant bytes) with
-// n activation blocks (x, then every xstride bytes), each sub-block scaled
-// by sc[c] (VPMADDWD with the broadcast scale, as ggml's kernels apply
-// them): out[v] = sum over c of sc[c] * (w*x over the 32 values of c).
-// The block is unpacked once for all n vectors.
-TEXT ·q4kDotsAVX2(SB), NOSPLIT, $0-48
-	MOVQ q+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ xstride+16(FP), R9
-	MOVQ n+24(FP), CX
-	MOVQ sc+32(FP), DX
-	MOVQ out+40(FP), R8
-	MOVL $0x0F0F0F0F, AX
-	VMOVD AX, X15
-	VPBROADCASTD X15, Y15
-
+// Macros of q4kStepAVX2: UNPACK splits 32 quant bytes into the low and
+// high nibbles of two sub-blocks; DOTC adds sub-block c's scaled sums
+// (VPMADDUBSW, then VPMADDWD by the broadcast scale) into Y14.
 #define UNPACK(j, lo, hi) \
 	VMOVDQU (j*32)(SI), lo; \
 	VPSRLW $4, lo, hi; \
 	VPAND Y15, lo, lo; \
 	VPAND Y15, hi, hi
-
-	UNPACK(0, Y0, Y1)
-	UNPACK(1, Y2, Y3)
-	UNPACK(2, Y4, Y5)
-	UNPACK(3, Y6, Y7)
-	TESTQ CX, CX
-	JEQ q4kdone
 
 #define DOTC(c, w) \
 	VPMADDUBSW (c*32)(DI), w, Y9; \
@@ -147,7 +126,34 @@ TEXT ·q4kDotsAVX2(SB), NOSPLIT, $0-48
 	VPMADDWD Y8, Y9, Y9; \
 	VPADDD Y9, Y14, Y14
 
-q4kloop:
+
+// func q4kStepAVX2(q *byte, a *q8KAct, astride, n int, sc *int16, mins16 *int16, dW, dminW float32, acc *float32)
+// One repacked Q4_K block against n activation blocks (a, then every
+// astride bytes), the whole step of ggml_gemv_q4_K_8x8_q8_K for each:
+// s = sum_c sc[c]*(w*x over sub-block c), sm = sum_k mins16[k]*bsums[k],
+// acc[2v] = fma(float(s), dW*d, acc[2v]), acc[2v+1] = fma(float(sm),
+// dminW*d, acc[2v+1]) with d the activation block's scale. mins16 holds
+// each sub-block's min twice (one per 16 values).
+TEXT ·q4kStepAVX2(SB), NOSPLIT, $0-64
+	MOVQ q+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ astride+16(FP), R9
+	MOVQ n+24(FP), CX
+	MOVQ sc+32(FP), DX
+	MOVQ mins16+40(FP), R10
+	MOVQ acc+56(FP), R8
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VMOVDQU (R10), Y11
+	UNPACK(0, Y0, Y1)
+	UNPACK(1, Y2, Y3)
+	UNPACK(2, Y4, Y5)
+	UNPACK(3, Y6, Y7)
+	TESTQ CX, CX
+	JEQ q4ksdone
+
+q4ksloop:
 	VPXOR Y14, Y14, Y14
 	DOTC(0, Y0)
 	DOTC(1, Y1)
@@ -163,12 +169,118 @@ q4kloop:
 	VPADDD X9, X14, X14
 	VPSHUFD $0xB1, X14, X9
 	VPADDD X9, X14, X14
-	VMOVD X14, (R8)
-	ADDQ $4, R8
+	VCVTDQ2PS X14, X14          // float(s)
+	VPMADDWD 256(DI), Y11, Y10   // mins * bsums, by pairs
+	VEXTRACTI128 $1, Y10, X9
+	VPADDD X9, X10, X10
+	VPSHUFD $0x4E, X10, X9
+	VPADDD X9, X10, X10
+	VPSHUFD $0xB1, X10, X9
+	VPADDD X9, X10, X10
+	VCVTDQ2PS X10, X10          // float(sm)
+	VMOVSS 288(DI), X12          // d
+	VMULSS dW+48(FP), X12, X13   // dW*d
+	VMOVSS (R8), X9
+	VFMADD231SS X13, X14, X9     // X9 = s*(dW*d) + acc
+	VMOVSS X9, (R8)
+	VMULSS dminW+52(FP), X12, X13
+	VMOVSS 4(R8), X9
+	VFMADD231SS X13, X10, X9
+	VMOVSS X9, 4(R8)
+	ADDQ $8, R8
 	ADDQ R9, DI
 	DECQ CX
-	JNZ q4kloop
+	JNZ q4ksloop
 
-q4kdone:
+q4ksdone:
+	VZEROUPPER
+	RET
+
+// func q6kStepAVX2(ql, qh *byte, a *q8KAct, astride, n int, scv *int16, sc *int16, dW float32, acc *float32)
+// One Q6_K block against n activation blocks, the whole step of
+// ggml_vec_dot_q6_K_q8_K (AVX2) for each: the lanes with the sub-block
+// scales (scv: per 32-value chunk, 16 int16, its two scales eight times
+// each), less 32*(bsums*sc by pairs), then acc[8v:8v+8] =
+// fma(d_x*dW, float(lanes), acc[8v:8v+8]).
+TEXT ·q6kStepAVX2(SB), NOSPLIT, $0-72
+	MOVQ ql+0(FP), SI
+	MOVQ qh+8(FP), BX
+	MOVQ a+16(FP), DI
+	MOVQ astride+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ scv+40(FP), DX
+	MOVQ sc+48(FP), R10
+	MOVQ acc+64(FP), R8
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x03030303, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+
+// Q6U(n, c0, c1, c2, c3): the four chunks of values 128n..128n+127.
+#define Q6U(n, c0, c1, c2, c3) \
+	VMOVDQU (n*64)(SI), Y8; \
+	VMOVDQU (n*64+32)(SI), Y9; \
+	VMOVDQU (n*32)(BX), Y10; \
+	VPAND Y12, Y10, c0; \
+	VPSLLW $4, c0, c0; \
+	VPAND Y15, Y8, Y11; \
+	VPOR Y11, c0, c0; \
+	VPSRLW $2, Y10, c1; \
+	VPAND Y12, c1, c1; \
+	VPSLLW $4, c1, c1; \
+	VPAND Y15, Y9, Y11; \
+	VPOR Y11, c1, c1; \
+	VPSRLW $4, Y10, c2; \
+	VPAND Y12, c2, c2; \
+	VPSLLW $4, c2, c2; \
+	VPSRLW $4, Y8, Y11; \
+	VPAND Y15, Y11, Y11; \
+	VPOR Y11, c2, c2; \
+	VPSRLW $6, Y10, c3; \
+	VPAND Y12, c3, c3; \
+	VPSLLW $4, c3, c3; \
+	VPSRLW $4, Y9, Y11; \
+	VPAND Y15, Y11, Y11; \
+	VPOR Y11, c3, c3
+
+	Q6U(0, Y0, Y1, Y2, Y3)
+	Q6U(1, Y4, Y5, Y6, Y7)
+	VBROADCASTSS dW+56(FP), Y13
+	TESTQ CX, CX
+	JEQ q6ksdone
+
+#define DOT6(c, w) \
+	VPMADDUBSW (c*32)(DI), w, Y9; \
+	VPMADDWD (c*32)(DX), Y9, Y9; \
+	VPADDD Y9, Y14, Y14
+
+q6ksloop:
+	VPXOR Y14, Y14, Y14
+	DOT6(0, Y0)
+	DOT6(1, Y1)
+	DOT6(2, Y2)
+	DOT6(3, Y3)
+	DOT6(4, Y4)
+	DOT6(5, Y5)
+	DOT6(6, Y6)
+	DOT6(7, Y7)
+	VMOVDQU 256(DI), Y10
+	VPMADDWD (R10), Y10, Y10
+	VPSLLD $5, Y10, Y10
+	VPSUBD Y10, Y14, Y14
+	VCVTDQ2PS Y14, Y14
+	VBROADCASTSS 288(DI), Y9
+	VMULPS Y13, Y9, Y9          // d_x*dW
+	VMOVUPS (R8), Y10
+	VFMADD231PS Y9, Y14, Y10    // acc = lanes*d + acc
+	VMOVUPS Y10, (R8)
+	ADDQ $32, R8
+	ADDQ R9, DI
+	DECQ CX
+	JNZ q6ksloop
+
+q6ksdone:
 	VZEROUPPER
 	RET

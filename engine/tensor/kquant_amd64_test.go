@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"math"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -56,11 +57,13 @@ func TestKQuantGoldenTwins(t *testing.T) {
 	useSIMD = false
 	defer func() { useSIMD = true }()
 	TestKQuantGolden(t)
+	TestQ4KRepackedRows(t)
 }
 
-// TestKQuantDotsAVX2: the repacked Q4_K integer sums of the AVX2 kernel
-// equal the Go twin's, for 1 to 9 vectors.
-func TestKQuantDotsAVX2(t *testing.T) {
+// TestKQuantStepAVX2: the repacked Q4_K step of the AVX2 kernel (integer
+// sums, minimums and the two fused multiply-adds per vector) equals the Go
+// twin's, bit for bit, for 1 to 9 vectors.
+func TestKQuantStepAVX2(t *testing.T) {
 	if !useSIMD {
 		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
 	}
@@ -71,17 +74,82 @@ func TestKQuantDotsAVX2(t *testing.T) {
 		act := make([]q8KAct, n*stride)
 		for v := range act {
 			copy(act[v].q[:], actGen().Draw(t, "x"))
+			for k := range act[v].bsums {
+				s := 0
+				for _, x := range act[v].q[16*k : 16*k+16] {
+					s += int(x)
+				}
+				act[v].bsums[k] = int16(s)
+			}
+			act[v].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "d"))
 		}
 		var sc [8]int16
+		var mins16 [16]int16
 		for i := range sc {
 			sc[i] = int16(rapid.IntRange(0, 63).Draw(t, "sc"))
+			m := int16(rapid.IntRange(0, 63).Draw(t, "min"))
+			mins16[2*i], mins16[2*i+1] = m, m
 		}
-		got, want := make([]int32, n), make([]int32, n)
-		q4kDots(q, act, stride, n, &sc, got)
-		q4kDotsGo(q, act, stride, n, &sc, want)
-		for v := range got {
-			if got[v] != want[v] {
-				t.Fatalf("vector %d: AVX2 %d, Go %d", v, got[v], want[v])
+		dW := float32(rapid.Float64Range(-1, 1).Draw(t, "dW"))
+		dminW := float32(rapid.Float64Range(-1, 1).Draw(t, "dminW"))
+		got, want := make([]float32, 2*n), make([]float32, 2*n)
+		for i := range got {
+			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
+			want[i] = got[i]
+		}
+		q4kStep(q, act, stride, n, &sc, &mins16, dW, dminW, got)
+		q4kStepGo(q, act, stride, n, &sc, &mins16, dW, dminW, want)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("acc[%d]: AVX2 %g, Go %g", i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// TestKQuantStep6AVX2: the Q6_K step of the AVX2 kernel (lanes, the
+// offset's correction, the fused multiply-adds) equals the Go twin's.
+func TestKQuantStep6AVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		ql, qh := bytesGen(128).Draw(t, "ql"), bytesGen(64).Draw(t, "qh")
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		stride := rapid.IntRange(1, 3).Draw(t, "stride")
+		act := make([]q8KAct, n*stride)
+		for v := range act {
+			copy(act[v].q[:], actGen().Draw(t, "x"))
+			for k := range act[v].bsums {
+				s := 0
+				for _, x := range act[v].q[16*k : 16*k+16] {
+					s += int(x)
+				}
+				act[v].bsums[k] = int16(s)
+			}
+			act[v].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "d"))
+		}
+		var sc [16]int16
+		var scv [128]int16
+		for i := range sc {
+			sc[i] = int16(rapid.IntRange(-128, 127).Draw(t, "sc"))
+		}
+		for c := 0; c < 8; c++ {
+			for k := 0; k < 8; k++ {
+				scv[16*c+k], scv[16*c+8+k] = sc[2*c], sc[2*c+1]
+			}
+		}
+		dW := float32(rapid.Float64Range(-1, 1).Draw(t, "dW"))
+		got, want := make([]float32, 8*n), make([]float32, 8*n)
+		for i := range got {
+			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
+			want[i] = got[i]
+		}
+		q6kStep(ql, qh, act, stride, n, &scv, &sc, dW, got)
+		q6kStepGo(ql, qh, act, stride, n, &scv, &sc, dW, want)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("acc[%d]: AVX2 %g, Go %g", i, got[i], want[i])
 			}
 		}
 	})

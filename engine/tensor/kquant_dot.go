@@ -81,11 +81,11 @@ func dotQ45K(row []byte, act []q8KAct, five bool) float32 {
 			prod[k] = mins[2*k]*s0 + mins[2*k+1]*s1
 		}
 		if five {
-			summs = fma32(dmin, float32((prod[0]+prod[1])+(prod[2]+prod[3])), summs)
+			summs = fmaF(dmin, float32((prod[0]+prod[1])+(prod[2]+prod[3])), summs)
 			kLanes(&s, &w, &sc, &a.q)
 		} else {
 			for k := range accM {
-				accM[k] = fma32(dmin, float32(prod[k]), accM[k])
+				accM[k] = fmaF(dmin, float32(prod[k]), accM[k])
 			}
 			q4kLanes(blk[16:144], &a.q, &sc8, &s)
 		}
@@ -242,7 +242,7 @@ func dotLegacyRepacked(t DType, row []byte, act []q8Act) float32 {
 		for j := range w {
 			s += int32(w[j]) * int32(act[b].q[j])
 		}
-		acc = fma32(float32(s), f16At(blk)*act[b].d, acc)
+		acc = fmaF(float32(s), f16At(blk)*act[b].d, acc)
 	}
 	return acc
 }
@@ -262,8 +262,8 @@ func dotQ4KRepacked(row []byte, act []q8KAct) float32 {
 			s += lanes[j] // the lanes' sum is the sub-blocks' scaled sum
 			sm += mins[j] * (int32(a.bsums[2*j]) + int32(a.bsums[2*j+1]))
 		}
-		acc = fma32(float32(s), f16At(blk)*a.d, acc)
-		accMin = fma32(float32(sm), f16At(blk[2:])*a.d, accMin)
+		acc = fmaF(float32(s), f16At(blk)*a.d, acc)
+		accMin = fmaF(float32(sm), f16At(blk[2:])*a.d, accMin)
 	}
 	return acc - accMin
 }
@@ -351,8 +351,8 @@ func (j *mmJob) q4KRepackedRows(worker, lo, hi int) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/qkK, m.rowBytes()
 	acc := growF32(&j.kAcc[worker], 2*n)
-	sums := growI32(&j.kSum[worker], n)
 	var sc16 [8]int16
+	var mins16 [16]int16
 	var sc, mins [8]int32
 	for r := lo; r < hi; r++ {
 		clear(acc)
@@ -360,24 +360,31 @@ func (j *mmJob) q4KRepackedRows(worker, lo, hi int) {
 		for b := 0; b < nb; b++ {
 			blk := row[b*q4KBytes : (b+1)*q4KBytes]
 			q4KScales(blk[4:16], &sc, &mins)
-			for i, s := range sc {
-				sc16[i] = int16(s)
+			for i := range sc {
+				sc16[i], mins16[2*i], mins16[2*i+1] = int16(sc[i]), int16(mins[i]), int16(mins[i])
 			}
-			q4kDots(blk[16:144], j.actK[b:], nb, n, &sc16, sums)
-			dW, dminW := f16At(blk), f16At(blk[2:])
-			for v := 0; v < n; v++ {
-				a := &j.actK[v*nb+b]
-				var sm int32
-				for k := 0; k < 8; k++ {
-					sm += mins[k] * (int32(a.bsums[2*k]) + int32(a.bsums[2*k+1]))
-				}
-				acc[2*v] = fma32(float32(sums[v]), dW*a.d, acc[2*v])
-				acc[2*v+1] = fma32(float32(sm), dminW*a.d, acc[2*v+1])
-			}
+			q4kStep(blk[16:144], j.actK[b:], nb, n, &sc16, &mins16, f16At(blk), f16At(blk[2:]), acc)
 		}
 		for v := 0; v < n; v++ {
 			j.dst[v*m.Rows+r] = acc[2*v] - acc[2*v+1]
 		}
+	}
+}
+
+// q4kStepGo is one repacked Q4_K block's step against n activation blocks
+// (act[0], act[stride], ...): acc[2v] and acc[2v+1] are vector v's
+// accumulators of dotQ4KRepacked. The twin of q4kStepAVX2.
+func q4kStepGo(q []byte, act []q8KAct, stride, n int, sc *[8]int16, mins16 *[16]int16, dW, dminW float32, acc []float32) {
+	var sums [1]int32
+	for v := 0; v < n; v++ {
+		a := &act[v*stride]
+		q4kDotsGo(q, act[v*stride:], 1, 1, sc, sums[:])
+		var sm int32
+		for k := range mins16 {
+			sm += int32(mins16[k]) * int32(a.bsums[k])
+		}
+		acc[2*v] = fmaF(float32(sums[0]), dW*a.d, acc[2*v])
+		acc[2*v+1] = fmaF(float32(sm), dminW*a.d, acc[2*v+1])
 	}
 }
 
@@ -393,4 +400,57 @@ func growI32(s *[]int32, n int) []int32 {
 		*s = make([]int32, n)
 	}
 	return (*s)[:n]
+}
+
+// q6kStepGo is one Q6_K block's step of dotQ6K against n activation
+// blocks (act[0], act[stride], ...): acc[8v:8v+8] are vector v's lanes.
+// scv holds, per 32-value chunk, its two scales eight times each; sc the
+// block's 16 scales. The twin of q6kStepAVX2.
+func q6kStepGo(ql, qh []byte, act []q8KAct, stride, n int, scv *[128]int16, sc *[16]int16, dW float32, acc []float32) {
+	var lv [64]int32
+	var s [8]int32
+	for c := 0; c < 8; c++ {
+		for l := 0; l < 8; l++ {
+			lv[8*c+l] = int32(scv[16*c+2*l])
+		}
+	}
+	for v := 0; v < n; v++ {
+		a := &act[v*stride]
+		q6kLanesGo(ql, qh, &a.q, &lv, &s)
+		for m := 0; m < 8; m++ {
+			s[m] -= (int32(a.bsums[2*m])*int32(sc[2*m]) + int32(a.bsums[2*m+1])*int32(sc[2*m+1])) << 5
+		}
+		la := (*laneAcc)(acc[8*v : 8*v+8])
+		la.step(a.d*dW, &s)
+	}
+}
+
+// q6KRows computes rows [lo,hi) of a Q6_K product for all j.n vectors,
+// each weight block decoded once for all of them (q6kStep), with dotQ6K's
+// bits.
+func (j *mmJob) q6KRows(worker, lo, hi int) {
+	m, n := j.m, j.n
+	nb, rb := m.Cols/qkK, m.rowBytes()
+	acc := growF32(&j.kAcc[worker], 8*n)
+	var scv [128]int16
+	var sc [16]int16
+	for r := lo; r < hi; r++ {
+		clear(acc)
+		row := m.Data[r*rb : (r+1)*rb]
+		for b := 0; b < nb; b++ {
+			blk := row[b*q6KBytes : (b+1)*q6KBytes]
+			for i := range sc {
+				sc[i] = int16(int8(blk[192+i]))
+			}
+			for c := 0; c < 8; c++ { // lanes 0-3 of a chunk are its first 16 values
+				for k := 0; k < 8; k++ {
+					scv[16*c+k], scv[16*c+8+k] = sc[2*c], sc[2*c+1]
+				}
+			}
+			q6kStep(blk[0:128], blk[128:192], j.actK[b:], nb, n, &scv, &sc, f16At(blk[208:]), acc)
+		}
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = (*laneAcc)(acc[8*v : 8*v+8]).sum()
+		}
+	}
 }

@@ -10,6 +10,10 @@ func q6kLanes(ql, qh []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
 	q6kLanesGo(ql, qh, x, scv, s)
 }
 
-func q4kDots(q []byte, act []q8KAct, stride, n int, sc *[8]int16, out []int32) {
-	q4kDotsGo(q, act, stride, n, sc, out)
+func q4kStep(q []byte, act []q8KAct, stride, n int, sc *[8]int16, mins16 *[16]int16, dW, dminW float32, acc []float32) {
+	q4kStepGo(q, act, stride, n, sc, mins16, dW, dminW, acc)
+}
+
+func q6kStep(ql, qh []byte, act []q8KAct, stride, n int, scv *[128]int16, sc *[16]int16, dW float32, acc []float32) {
+	q6kStepGo(ql, qh, act, stride, n, scv, sc, dW, acc)
 }

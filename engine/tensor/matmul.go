@@ -314,6 +314,10 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			j.q4KRepackedRows(worker, lo, hi)
 			return
 		}
+		if m.Type == Q6_K {
+			j.q6KRows(worker, lo, hi)
+			return
+		}
 		for v := 0; v < n; v++ {
 			out := j.dst[v*rows+lo : v*rows+hi]
 			for r := range out {
