@@ -141,29 +141,66 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.streamChat(w, r, id, p, plan)
 		return
 	}
-	var deltas []chat.Delta
-	out, err := s.generate(ctx, plan, func(ds []chat.Delta) { deltas = append(deltas, ds...) })
-	s.recordOutcome(rec, out)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	msg := chat.Assemble(deltas)
-	finish := finishReason(out.finish, len(msg.ToolCalls) > 0)
-	rec.finish = finish
-	rm := responseMessage{Role: "assistant", ReasoningContent: msg.ReasoningContent}
-	if msg.Content.Text != "" || len(msg.ToolCalls) == 0 {
-		rm.Content = &msg.Content.Text
-	}
-	for _, tc := range msg.ToolCalls {
-		rm.ToolCalls = append(rm.ToolCalls, responseToolCall{ID: tc.ID, Type: "function",
-			Function: functionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+	var choices []chatChoice
+	var total genOutcome
+	for i := range p.N {
+		if i > 0 { // each choice its own plan: its parser, logprobs, seed
+			if plan, err = s.chatPlan(p); err != nil {
+				writeError(w, r, err)
+				return
+			}
+			if p.SeedGiven {
+				plan.sample.Seed += uint64(i)
+			}
+		}
+		var deltas []chat.Delta
+		out, err := s.generate(ctx, plan, func(ds []chat.Delta) { deltas = append(deltas, ds...) })
+		total = addChoice(total, out, i)
+		s.recordOutcome(rec, total)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		msg := chat.Assemble(deltas)
+		finish := finishReason(out.finish, len(msg.ToolCalls) > 0)
+		rec.finish = finish
+		rm := responseMessage{Role: "assistant", ReasoningContent: msg.ReasoningContent}
+		if msg.Content.Text != "" || len(msg.ToolCalls) == 0 {
+			rm.Content = &msg.Content.Text
+		}
+		for _, tc := range msg.ToolCalls {
+			rm.ToolCalls = append(rm.ToolCalls, responseToolCall{ID: tc.ID, Type: "function",
+				Function: functionCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}})
+		}
+		choices = append(choices, chatChoice{Index: i, Message: rm, FinishReason: finish, Logprobs: plan.lp.takeChat()})
 	}
 	writeJSON(w, http.StatusOK, chatCompletion{
 		ID: id, Object: "chat.completion", Created: rec.start.Unix(), Model: s.opt.ModelName, SystemFingerprint: s.opt.SystemFingerprint,
-		Choices: []chatChoice{{Message: rm, FinishReason: finish, Logprobs: plan.lp.takeChat()}},
-		Usage:   newUsage(out),
+		Choices: choices, Usage: newUsage(total),
 	})
+}
+
+// addChoice adds choice i's outcome to those before it: the prompt is
+// counted once (and its cached tokens as the first choice found them),
+// the output tokens of every choice.
+func addChoice(total, out genOutcome, i int) genOutcome {
+	if i == 0 {
+		return out
+	}
+	total.outputTokens += out.outputTokens
+	total.targetSteps += out.targetSteps
+	total.draftTokens += out.draftTokens
+	total.acceptedTokens += out.acceptedTokens
+	total.draftSteps += out.draftSteps
+	for j, n := range out.acceptedAt {
+		total.acceptedAt[j] += n
+	}
+	if out.timedTokens > 0 {
+		total.lastToken = out.lastToken
+		total.timedTokens += out.timedTokens
+	}
+	total.finish = out.finish
+	return total
 }
 
 // finishReason is OpenAI's: "tool_calls" when the answer holds calls and

@@ -81,22 +81,38 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	var text []byte
-	out, err := s.generate(ctx, plan, func(ds []chat.Delta) {
-		for _, d := range ds {
-			text = append(text, d.Content...)
+	res := chunk("", nil)
+	res.Choices = nil
+	var total genOutcome
+	for i := range p.N {
+		if i > 0 { // each choice its own plan: its logprobs, seed
+			if plan, err = s.newPlan("prompt", p.PromptText, nil, ids, p.genParams); err != nil {
+				writeError(w, r, err)
+				return
+			}
+			plan.split = turn.PlainText{}
+			plan.publishAt = []int{len(plan.prompt)}
+			if p.SeedGiven {
+				plan.sample.Seed += uint64(i)
+			}
 		}
-	})
-	s.recordOutcome(rec, out)
-	if err != nil {
-		writeError(w, r, err)
-		return
+		var text []byte
+		out, err := s.generate(ctx, plan, func(ds []chat.Delta) {
+			for _, d := range ds {
+				text = append(text, d.Content...)
+			}
+		})
+		total = addChoice(total, out, i)
+		s.recordOutcome(rec, total)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		finish := finishReason(out.finish, false)
+		rec.finish = finish
+		res.Choices = append(res.Choices, textChoice{Index: i, Text: string(text), FinishReason: &finish, Logprobs: plan.lp.takeCompletion()})
 	}
-	finish := finishReason(out.finish, false)
-	rec.finish = finish
-	res := chunk(string(text), &finish)
-	res.Choices[0].Logprobs = plan.lp.takeCompletion()
-	u := newUsage(out)
+	u := newUsage(total)
 	res.Usage = &u
 	writeJSON(w, http.StatusOK, res)
 }

@@ -10,6 +10,9 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/chat"
 )
 
 // The chat contract's gaps found by trying the server as a new user
@@ -122,5 +125,53 @@ func TestHostileClientProbe(t *testing.T) {
 	status, _, data := post(t, ts2.URL+"/v1/chat/completions", `{"messages":[{"role":"user","content":"Hello"}],"max_tokens":3000,"ignore_eos":true}`)
 	if status != 504 || !strings.Contains(string(data), "api.request_timeout") || !strings.Contains(string(data), "300ms") {
 		t.Errorf("timeout: %d %s, want 504 naming api.request_timeout and its value", status, data)
+	}
+}
+
+// Gap 6: n choices, for chat and completions: at temperature 0 each is
+// the engine's own greedy output; usage counts the prompt once and every
+// choice's tokens; with a seed, choice i is what seed+i gives alone.
+func TestNChoices(t *testing.T) {
+	ts := storiesServer(t, 4, Options{})
+	c := ts.client()
+	p := userChat("Once upon a time")
+	p.Temperature = openai.Float(0)
+	p.MaxTokens = openai.Int(12)
+	p.N = openai.Int(3)
+	got, err := c.Chat.Completions.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, text := referenceGenerate(t, ts, []chat.Message{{Role: "user", Content: chat.TextContent("Once upon a time")}}, engine.Request{MaxTokens: 12})
+	if len(got.Choices) != 3 {
+		t.Fatalf("%d choices", len(got.Choices))
+	}
+	for i, ch := range got.Choices {
+		if ch.Index != int64(i) || ch.Message.Content != text {
+			t.Errorf("choice %d: index %d content %q, engine %q", i, ch.Index, ch.Message.Content, text)
+		}
+	}
+	if got.Usage.PromptTokens != int64(len(res.Prompt)) || got.Usage.CompletionTokens != 3*int64(len(res.Tokens)) {
+		t.Errorf("usage %s, want prompt %d completion %d", got.Usage.RawJSON(), len(res.Prompt), 3*len(res.Tokens))
+	}
+	cp := openai.CompletionNewParams{Model: "test-model", Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("The dog")},
+		MaxTokens: openai.Int(10), Temperature: openai.Float(1), Seed: openai.Int(7), N: openai.Int(2)}
+	many, err := c.Completions.New(context.Background(), cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(many.Choices) != 2 {
+		t.Fatalf("%d completion choices", len(many.Choices))
+	}
+	cp.N = openai.Int(1)
+	for i := range 2 {
+		cp.Seed = openai.Int(int64(7 + i))
+		one, err := c.Completions.New(context.Background(), cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if many.Choices[i].Text != one.Choices[0].Text || many.Choices[i].Index != int64(i) {
+			t.Errorf("choice %d %q, seed %d alone %q", i, many.Choices[i].Text, 7+i, one.Choices[0].Text)
+		}
 	}
 }

@@ -29,6 +29,9 @@ type genParams struct {
 	Stop         []string
 	IgnoreEOS    bool
 	Ignored      []string // top-level fields that were accepted and ignored
+	// N is the number of choices to generate (n); they share the prompt's
+	// prefill through the prefix cache. More than one is not streamed.
+	N int
 
 	Penalties   sample.Penalties
 	Logprobs    bool // each output token's log-probability
@@ -40,6 +43,9 @@ type genParams struct {
 
 // gen gives the parameters every generation request has.
 func (g *genParams) gen() *genParams { return g }
+
+// maxChoices bounds n: the choices run one after another.
+const maxChoices = 16
 
 // maxStopStrings bounds the work per token of stop matching.
 const maxStopStrings = 16
@@ -186,8 +192,15 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 		return p, err
 	}
 	p.Stop = stop
-	if f.N != nil && *f.N != 1 {
-		return p, badRequest("n", "n must be 1: this server generates one choice per request, got %d", *f.N)
+	p.N = 1
+	if f.N != nil {
+		switch n := *f.N; {
+		case n < 1 || n > maxChoices:
+			return p, badRequest("n", "n must be between 1 and %d, got %d", maxChoices, n)
+		case n > 1 && p.Stream:
+			return p, badRequest("n", "n > 1 is answered whole: send stream false (or one request per choice)")
+		}
+		p.N = *f.N
 	}
 	if err := decodeShaping(f, &p); err != nil {
 		return p, err
