@@ -61,9 +61,11 @@ type Daemon struct {
 	cfg   atomic.Pointer[Config]
 	eng   atomic.Pointer[engine.Engine] // once loaded: reloads set its draft parameters
 	swaps chan modelSwap                // POST /admin/update: serve a newly committed model
-	log   zerolog.Logger
-	level *LevelSwitch
-	sd    notifier
+	// connLimit caps the listeners' connections; /metrics counts its refusals.
+	connLimit *web.ConnLimit
+	log       zerolog.Logger
+	level     *LevelSwitch
+	sd        notifier
 
 	state      atomic.Int32 // stateLoading, stateReady, stateStopping
 	sched      atomic.Pointer[engine.Scheduler]
@@ -332,6 +334,7 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 		RequestTimeout:    cfg.API.RequestTimeout.D(),
 		ResponsesStore:    cfg.API.ResponsesStoreSize,
 		ResponsesTTL:      cfg.API.ResponsesStoreTTL.D(),
+		ConnLimit:         d.connLimit,
 		Log:               d.log,
 		// Requests that passed serveHTTP's gate before a stop began are
 		// served to the end: the API handler only exists once loaded.
@@ -416,6 +419,7 @@ type handlerOptions struct {
 	RequestTimeout    time.Duration
 	ResponsesStore    int           // api.responses_store_size
 	ResponsesTTL      time.Duration // api.responses_store_ttl
+	ConnLimit         *web.ConnLimit
 	Log               zerolog.Logger
 	Ready             func() bool
 	Status            web.StatusSource // the status page's and /metrics' view of the daemon

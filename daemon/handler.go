@@ -36,6 +36,7 @@ func newWebHandler(o handlerOptions) (http.Handler, error) {
 		RequestTimeout:          o.RequestTimeout,
 		ResponsesStoreSize:      o.ResponsesStore,
 		ResponsesStoreTTL:       o.ResponsesTTL,
+		ConnLimit:               o.ConnLimit,
 		Log:                     o.Log,
 		Ready:                   o.Ready,
 		Status:                  o.Status,

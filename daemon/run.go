@@ -95,6 +95,8 @@ func (d *Daemon) listen(cfg Config) ([]net.Listener, []string, error) {
 	}
 	// One count over every listener: a client past a cap gets a 503 at once.
 	limit := web.NewConnLimit(cfg.API.MaxConnections, cfg.API.MaxConnectionsPerClient)
+	limit.SetLog(d.log)
+	d.connLimit = limit
 	if err := checkOpenFiles(cfg.API.MaxConnections); err != nil {
 		d.log.Warn().Err(err).Msg("api.max_connections exceeds the open-files limit")
 	}

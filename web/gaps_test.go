@@ -1,15 +1,21 @@
 package web
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/rs/zerolog"
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
@@ -173,5 +179,48 @@ func TestNChoices(t *testing.T) {
 		if many.Choices[i].Text != one.Choices[0].Text || many.Choices[i].Index != int64(i) {
 			t.Errorf("choice %d %q, seed %d alone %q", i, many.Choices[i].Text, 7+i, one.Choices[0].Text)
 		}
+	}
+}
+
+// Gap 7: a connection refused with 503 for too many connections leaves a
+// log line naming the caps and counts in /metrics.
+func TestRefusedConnectionsLoggedAndCounted(t *testing.T) {
+	limit := NewConnLimit(1, 1)
+	logs := &logBuffer{}
+	limit.SetLog(zerolog.New(logs))
+	ts, _ := scriptServer(t, Options{ConnLimit: limit}, "Hello.")
+	plain := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	plain.Listener = limit.Listener(plain.Listener)
+	plain.Start()
+	t.Cleanup(plain.Close)
+	first, err := net.Dial("tcp", plain.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	io.WriteString(first, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(first), nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("first connection: %v %v", resp, err)
+	}
+	second := rawSend(t, plain.URL, "GET / HTTP/1.1\nHost: x\n", "")
+	if resp, _, _ := rawAnswer(t, second, 2*time.Second); resp.StatusCode != 503 {
+		t.Fatalf("second connection: %d", resp.StatusCode)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for limit.Refused() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // counted after the 503 is written
+	}
+	var line map[string]any
+	for _, l := range logs.lines() {
+		if strings.Contains(fmt.Sprint(l["message"]), "api.max_connections") {
+			line = l
+		}
+	}
+	if line == nil || line["level"] != "warn" || line["max_connections"] != float64(1) {
+		t.Errorf("no warning naming the cap: %v", logs.lines())
+	}
+	resp, body := fetch(t, http.MethodGet, ts.URL+"/metrics")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `edgellmd_connections_refused_total{model_name="test-model"} 1`) {
+		t.Errorf("/metrics: %d, no refused connection counted", resp.StatusCode)
 	}
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"fmt"
+	"github.com/rs/zerolog"
 	"io"
 	"mime"
 	"net"
@@ -162,13 +163,45 @@ type ConnLimit struct {
 	mu        sync.Mutex
 	total     int
 	perClient map[string]int
+
+	log        zerolog.Logger
+	refused    atomic.Uint64 // connections answered 503, ever
+	lastLogged time.Time     // the last refusal's log line (mu)
+	unlogged   uint64        // refusals since (mu)
+}
+
+// SetLog makes l log refused connections: a warning naming the cap and
+// the client, at most one a second (with the count since the last).
+func (l *ConnLimit) SetLog(log zerolog.Logger) { l.log = log }
+
+// Refused is the number of connections answered 503 so far.
+func (l *ConnLimit) Refused() uint64 { return l.refused.Load() }
+
+// refuse counts a connection turned away, and logs it unless one was
+// logged within the second.
+func (l *ConnLimit) refuse(client string) {
+	l.refused.Add(1)
+	l.mu.Lock()
+	l.unlogged++
+	now := time.Now()
+	if now.Sub(l.lastLogged) < time.Second {
+		l.mu.Unlock()
+		return
+	}
+	n := l.unlogged
+	l.unlogged, l.lastLogged = 0, now
+	total, mine := l.total, l.perClient[client]
+	l.mu.Unlock()
+	l.log.Warn().Str("client", client).Uint64("refused", n).Int("open", total).Int("open_by_client", mine).
+		Int("max_connections", l.maxTotal).Int("max_connections_per_client", l.maxPerClient).
+		Msg("connection refused with 503: too many open connections (api.max_connections, api.max_connections_per_client)")
 }
 
 // NewConnLimit caps connections at maxTotal in all and maxPerClient per
 // client address; a cap <= 0 is no cap. Connections that are not TCP (a
 // Unix socket systemd passes) share the total only.
 func NewConnLimit(maxTotal, maxPerClient int) *ConnLimit {
-	return &ConnLimit{maxTotal: maxTotal, maxPerClient: maxPerClient, perClient: map[string]int{}}
+	return &ConnLimit{maxTotal: maxTotal, maxPerClient: maxPerClient, perClient: map[string]int{}, log: zerolog.Nop()}
 }
 
 // Listener wraps ln so that its connections count against l.
@@ -234,6 +267,7 @@ func (ll *limitedListener) Accept() (net.Conn, error) {
 		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		c.Write(tooManyConnections)
 		c.Close()
+		ll.limit.refuse(client)
 	}
 }
 

@@ -96,6 +96,13 @@ func newMetrics(s *Server) *metrics {
 		newCacheCollector(sched, model),
 		newBatchCollector(sched, model),
 		newDeviceCollector(sched, model),
+		prometheus.NewCounterFunc(prometheus.CounterOpts(f("edgellmd_connections_refused_total",
+			"Connections answered 503 at once for api.max_connections or api.max_connections_per_client.")), func() float64 {
+			if s.opt.ConnLimit == nil {
+				return 0
+			}
+			return float64(s.opt.ConnLimit.Refused())
+		}),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

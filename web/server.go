@@ -84,6 +84,9 @@ type Options struct {
 	// DefaultResponsesStoreTTL.
 	ResponsesStoreSize int
 	ResponsesStoreTTL  time.Duration
+	// ConnLimit, when the listeners have one, gives /metrics the count of
+	// connections it refused (edgellmd_connections_refused_total).
+	ConnLimit *ConnLimit
 }
 
 // DefaultMaxBodyBytes is the body limit when Options.MaxBodyBytes is unset.
