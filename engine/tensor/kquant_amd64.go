@@ -43,14 +43,25 @@ func q4kStep(q []byte, act []q8KAct, stride, n int, sc *[8]int16, mins16 *[16]in
 }
 
 //go:noescape
-func q6kStepAVX2(ql, qh *byte, a *q8KAct, astride, n int, scv *int16, sc *int16, dW float32, acc *float32)
+func q6kStepAVX2(ql, qh, sc *byte, a *q8KAct, astride, n int, scratch *int16, shuf *byte, dW float32, acc *float32)
 
-// q6kStep: see q6kStepGo.
-func q6kStep(ql, qh []byte, act []q8KAct, stride, n int, scv *[128]int16, sc *[16]int16, dW float32, acc []float32) {
+// q6kStep: see q6kStepGo. scratch receives the chunks' scale vectors.
+func q6kStep(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int16, dW float32, acc []float32) {
 	if useSIMD && n > 0 {
-		_, _, _, _ = ql[127], qh[63], act[(n-1)*stride], acc[8*n-1]
-		q6kStepAVX2(&ql[0], &qh[0], &act[0], stride*int(unsafe.Sizeof(q8KAct{})), n, &scv[0], &sc[0], dW, &acc[0])
+		_, _, _, _, _ = ql[127], qh[63], sc[15], act[(n-1)*stride], acc[8*n-1]
+		q6kStepAVX2(&ql[0], &qh[0], &sc[0], &act[0], stride*int(unsafe.Sizeof(q8KAct{})), n, &scratch[0], &q6kShuffle[0][0], dW, &acc[0])
 		return
 	}
-	q6kStepGo(ql, qh, act, stride, n, scv, sc, dW, acc)
+	q6kStepGo(ql, qh, sc, act, stride, n, scratch, dW, acc)
 }
+
+// q6kShuffle are ggml's get_scale_shuffle masks: chunk c's two scales,
+// eight bytes each.
+var q6kShuffle = func() (m [8][16]byte) {
+	for c := range m {
+		for k := 0; k < 8; k++ {
+			m[c][k], m[c][8+k] = byte(2*c), byte(2*c+1)
+		}
+	}
+	return m
+}()

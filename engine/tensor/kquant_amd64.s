@@ -196,21 +196,42 @@ q4ksdone:
 	VZEROUPPER
 	RET
 
-// func q6kStepAVX2(ql, qh *byte, a *q8KAct, astride, n int, scv *int16, sc *int16, dW float32, acc *float32)
+// func q6kStepAVX2(ql, qh, sc *byte, a *q8KAct, astride, n int, scratch *int16, shuf *byte, dW float32, acc *float32)
 // One Q6_K block against n activation blocks, the whole step of
 // ggml_vec_dot_q6_K_q8_K (AVX2) for each: the lanes with the sub-block
-// scales (scv: per 32-value chunk, 16 int16, its two scales eight times
-// each), less 32*(bsums*sc by pairs), then acc[8v:8v+8] =
-// fma(d_x*dW, float(lanes), acc[8v:8v+8]).
-TEXT ·q6kStepAVX2(SB), NOSPLIT, $0-72
+// scales, less 32*(bsums*sc by pairs), then acc[8v:8v+8] =
+// fma(d_x*dW, float(lanes), acc[8v:8v+8]). sc: the block's 16 int8
+// scales; the per-chunk scale vectors (each chunk's two scales, eight
+// int16 each, as ggml's get_scale_shuffle makes them with shuf's eight
+// masks) and the 16 scales widened go to scratch (144 int16) once.
+TEXT ·q6kStepAVX2(SB), NOSPLIT, $0-80
 	MOVQ ql+0(FP), SI
 	MOVQ qh+8(FP), BX
-	MOVQ a+16(FP), DI
-	MOVQ astride+24(FP), R9
-	MOVQ n+32(FP), CX
-	MOVQ scv+40(FP), DX
-	MOVQ sc+48(FP), R10
-	MOVQ acc+64(FP), R8
+	MOVQ sc+16(FP), AX
+	MOVQ a+24(FP), DI
+	MOVQ astride+32(FP), R9
+	MOVQ n+40(FP), CX
+	MOVQ scratch+48(FP), DX
+	MOVQ shuf+56(FP), R11
+	MOVQ acc+72(FP), R8
+	VMOVDQU (AX), X8
+	VPMOVSXBW X8, Y9
+	VMOVDQU Y9, 256(DX)
+
+#define SCV(c) \
+	VPSHUFB (c*16)(R11), X8, X10; \
+	VPMOVSXBW X10, Y10; \
+	VMOVDQU Y10, (c*32)(DX)
+
+	SCV(0)
+	SCV(1)
+	SCV(2)
+	SCV(3)
+	SCV(4)
+	SCV(5)
+	SCV(6)
+	SCV(7)
+	LEAQ 256(DX), R10
 	MOVL $0x0F0F0F0F, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
@@ -247,7 +268,7 @@ TEXT ·q6kStepAVX2(SB), NOSPLIT, $0-72
 
 	Q6U(0, Y0, Y1, Y2, Y3)
 	Q6U(1, Y4, Y5, Y6, Y7)
-	VBROADCASTSS dW+56(FP), Y13
+	VBROADCASTSS dW+64(FP), Y13
 	TESTQ CX, CX
 	JEQ q6ksdone
 

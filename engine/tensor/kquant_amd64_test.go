@@ -107,14 +107,15 @@ func TestKQuantStepAVX2(t *testing.T) {
 	})
 }
 
-// TestKQuantStep6AVX2: the Q6_K step of the AVX2 kernel (lanes, the
-// offset's correction, the fused multiply-adds) equals the Go twin's.
+// TestKQuantStep6AVX2: the Q6_K step of the AVX2 kernel (scale vectors,
+// lanes, the offset's correction, the fused multiply-adds) equals the Go
+// twin's.
 func TestKQuantStep6AVX2(t *testing.T) {
 	if !useSIMD {
 		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		ql, qh := bytesGen(128).Draw(t, "ql"), bytesGen(64).Draw(t, "qh")
+		ql, qh, sc := bytesGen(128).Draw(t, "ql"), bytesGen(64).Draw(t, "qh"), bytesGen(16).Draw(t, "sc")
 		n := rapid.IntRange(1, 9).Draw(t, "n")
 		stride := rapid.IntRange(1, 3).Draw(t, "stride")
 		act := make([]q8KAct, n*stride)
@@ -129,24 +130,15 @@ func TestKQuantStep6AVX2(t *testing.T) {
 			}
 			act[v].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "d"))
 		}
-		var sc [16]int16
-		var scv [128]int16
-		for i := range sc {
-			sc[i] = int16(rapid.IntRange(-128, 127).Draw(t, "sc"))
-		}
-		for c := 0; c < 8; c++ {
-			for k := 0; k < 8; k++ {
-				scv[16*c+k], scv[16*c+8+k] = sc[2*c], sc[2*c+1]
-			}
-		}
 		dW := float32(rapid.Float64Range(-1, 1).Draw(t, "dW"))
 		got, want := make([]float32, 8*n), make([]float32, 8*n)
 		for i := range got {
 			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
 			want[i] = got[i]
 		}
-		q6kStep(ql, qh, act, stride, n, &scv, &sc, dW, got)
-		q6kStepGo(ql, qh, act, stride, n, &scv, &sc, dW, want)
+		var scratch [144]int16
+		q6kStep(ql, qh, sc, act, stride, n, &scratch, dW, got)
+		q6kStepGo(ql, qh, sc, act, stride, n, &scratch, dW, want)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("acc[%d]: AVX2 %g, Go %g", i, got[i], want[i])

@@ -403,22 +403,26 @@ func growI32(s *[]int32, n int) []int32 {
 }
 
 // q6kStepGo is one Q6_K block's step of dotQ6K against n activation
-// blocks (act[0], act[stride], ...): acc[8v:8v+8] are vector v's lanes.
-// scv holds, per 32-value chunk, its two scales eight times each; sc the
-// block's 16 scales. The twin of q6kStepAVX2.
-func q6kStepGo(ql, qh []byte, act []q8KAct, stride, n int, scv *[128]int16, sc *[16]int16, dW float32, acc []float32) {
+// blocks (act[0], act[stride], ...): acc[8v:8v+8] are vector v's lanes;
+// sc holds the block's 16 int8 scales. scratch is the kernel's (unused
+// here). The twin of q6kStepAVX2.
+func q6kStepGo(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int16, dW float32, acc []float32) {
 	var lv [64]int32
 	var s [8]int32
-	for c := 0; c < 8; c++ {
+	var s16 [16]int32
+	for i := range s16 {
+		s16[i] = int32(int8(sc[i]))
+	}
+	for c := 0; c < 8; c++ { // lanes 0-3 of a chunk are its first 16 values
 		for l := 0; l < 8; l++ {
-			lv[8*c+l] = int32(scv[16*c+2*l])
+			lv[8*c+l] = s16[2*c+l/4]
 		}
 	}
 	for v := 0; v < n; v++ {
 		a := &act[v*stride]
 		q6kLanesGo(ql, qh, &a.q, &lv, &s)
 		for m := 0; m < 8; m++ {
-			s[m] -= (int32(a.bsums[2*m])*int32(sc[2*m]) + int32(a.bsums[2*m+1])*int32(sc[2*m+1])) << 5
+			s[m] -= (int32(a.bsums[2*m])*s16[2*m] + int32(a.bsums[2*m+1])*s16[2*m+1]) << 5
 		}
 		la := (*laneAcc)(acc[8*v : 8*v+8])
 		la.step(a.d*dW, &s)
@@ -432,22 +436,13 @@ func (j *mmJob) q6KRows(worker, lo, hi int) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/qkK, m.rowBytes()
 	acc := growF32(&j.kAcc[worker], 8*n)
-	var scv [128]int16
-	var sc [16]int16
+	var scratch [144]int16
 	for r := lo; r < hi; r++ {
 		clear(acc)
 		row := m.Data[r*rb : (r+1)*rb]
 		for b := 0; b < nb; b++ {
 			blk := row[b*q6KBytes : (b+1)*q6KBytes]
-			for i := range sc {
-				sc[i] = int16(int8(blk[192+i]))
-			}
-			for c := 0; c < 8; c++ { // lanes 0-3 of a chunk are its first 16 values
-				for k := 0; k < 8; k++ {
-					scv[16*c+k], scv[16*c+8+k] = sc[2*c], sc[2*c+1]
-				}
-			}
-			q6kStep(blk[0:128], blk[128:192], j.actK[b:], nb, n, &scv, &sc, f16At(blk[208:]), acc)
+			q6kStep(blk[0:128], blk[128:192], blk[192:208], j.actK[b:], nb, n, &scratch, f16At(blk[208:]), acc)
 		}
 		for v := 0; v < n; v++ {
 			j.dst[v*m.Rows+r] = (*laneAcc)(acc[8*v : 8*v+8]).sum()

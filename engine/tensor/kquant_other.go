@@ -14,6 +14,6 @@ func q4kStep(q []byte, act []q8KAct, stride, n int, sc *[8]int16, mins16 *[16]in
 	q4kStepGo(q, act, stride, n, sc, mins16, dW, dminW, acc)
 }
 
-func q6kStep(ql, qh []byte, act []q8KAct, stride, n int, scv *[128]int16, sc *[16]int16, dW float32, acc []float32) {
-	q6kStepGo(ql, qh, act, stride, n, scv, sc, dW, acc)
+func q6kStep(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int16, dW float32, acc []float32) {
+	q6kStepGo(ql, qh, sc, act, stride, n, scratch, dW, acc)
 }
