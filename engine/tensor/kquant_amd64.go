@@ -30,16 +30,17 @@ func q6kLanes(ql, qh []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
 }
 
 //go:noescape
-func q4kStepAVX2(q *byte, a *q8KAct, astride, n int, sc *int16, mins16 *int16, dW, dminW float32, acc *float32)
+func q4kStepAVX2(q *byte, a *q8KAct, astride, n int, sm *uint32, scratch *int16, dW, dminW float32, acc *float32)
 
 // q4kStep: see q4kStepGo.
-func q4kStep(q []byte, act []q8KAct, stride, n int, sc *[8]int16, mins16 *[16]int16, dW, dminW float32, acc []float32) {
+func q4kStep(q []byte, act []q8KAct, stride, n int, sm *[4]uint32, dW, dminW float32, acc []float32) {
 	if useSIMD && n > 0 {
 		_, _, _ = q[127], act[(n-1)*stride], acc[2*n-1]
-		q4kStepAVX2(&q[0], &act[0], stride*int(unsafe.Sizeof(q8KAct{})), n, &sc[0], &mins16[0], dW, dminW, &acc[0])
+		var scratch [8]int16
+		q4kStepAVX2(&q[0], &act[0], stride*int(unsafe.Sizeof(q8KAct{})), n, &sm[0], &scratch[0], dW, dminW, &acc[0])
 		return
 	}
-	q4kStepGo(q, act, stride, n, sc, mins16, dW, dminW, acc)
+	q4kStepGo(q, act, stride, n, sm, dW, dminW, acc)
 }
 
 //go:noescape

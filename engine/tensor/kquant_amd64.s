@@ -127,25 +127,31 @@ TEXT ·q6kLanesAVX2(SB), NOSPLIT, $0-40
 	VPADDD Y9, Y14, Y14
 
 
-// func q4kStepAVX2(q *byte, a *q8KAct, astride, n int, sc *int16, mins16 *int16, dW, dminW float32, acc *float32)
+// func q4kStepAVX2(q *byte, a *q8KAct, astride, n int, sm *uint32, scratch *int16, dW, dminW float32, acc *float32)
 // One repacked Q4_K block against n activation blocks (a, then every
 // astride bytes), the whole step of ggml_gemv_q4_K_8x8_q8_K for each:
-// s = sum_c sc[c]*(w*x over sub-block c), sm = sum_k mins16[k]*bsums[k],
-// acc[2v] = fma(float(s), dW*d, acc[2v]), acc[2v+1] = fma(float(sm),
-// dminW*d, acc[2v+1]) with d the activation block's scale. mins16 holds
-// each sub-block's min twice (one per 16 values).
+// s = sum_c sc[c]*(w*x over sub-block c), smin = sum_c min[c]*(the
+// activation sums of c's two halves), acc[2v] = fma(float(s), dW*d,
+// acc[2v]), acc[2v+1] = fma(float(smin), dminW*d, acc[2v+1]) with d the
+// activation block's scale. sm: the 8 scale bytes then the 8 min bytes,
+// as ggml's utmp shuffle leaves them; scratch: 8 int16 for the scales.
 TEXT ·q4kStepAVX2(SB), NOSPLIT, $0-64
 	MOVQ q+0(FP), SI
 	MOVQ a+8(FP), DI
 	MOVQ astride+16(FP), R9
 	MOVQ n+24(FP), CX
-	MOVQ sc+32(FP), DX
-	MOVQ mins16+40(FP), R10
+	MOVQ sm+32(FP), R10
+	MOVQ scratch+40(FP), DX
 	MOVQ acc+56(FP), R8
+	VMOVQ (R10), X8
+	VPMOVZXBW X8, X8
+	VMOVDQU X8, (DX)
+	VMOVQ 8(R10), X9
+	VPUNPCKLBW X9, X9, X9
+	VPMOVZXBW X9, Y11
 	MOVL $0x0F0F0F0F, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
-	VMOVDQU (R10), Y11
 	UNPACK(0, Y0, Y1)
 	UNPACK(1, Y2, Y3)
 	UNPACK(2, Y4, Y5)

@@ -83,13 +83,8 @@ func TestKQuantStepAVX2(t *testing.T) {
 			}
 			act[v].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "d"))
 		}
-		var sc [8]int16
-		var mins16 [16]int16
-		for i := range sc {
-			sc[i] = int16(rapid.IntRange(0, 63).Draw(t, "sc"))
-			m := int16(rapid.IntRange(0, 63).Draw(t, "min"))
-			mins16[2*i], mins16[2*i+1] = m, m
-		}
+		var sm [4]uint32
+		q4KScaleBytes(bytesGen(12).Draw(t, "scales"), &sm)
 		dW := float32(rapid.Float64Range(-1, 1).Draw(t, "dW"))
 		dminW := float32(rapid.Float64Range(-1, 1).Draw(t, "dminW"))
 		got, want := make([]float32, 2*n), make([]float32, 2*n)
@@ -97,8 +92,8 @@ func TestKQuantStepAVX2(t *testing.T) {
 			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
 			want[i] = got[i]
 		}
-		q4kStep(q, act, stride, n, &sc, &mins16, dW, dminW, got)
-		q4kStepGo(q, act, stride, n, &sc, &mins16, dW, dminW, want)
+		q4kStep(q, act, stride, n, &sm, dW, dminW, got)
+		q4kStepGo(q, act, stride, n, &sm, dW, dminW, want)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("acc[%d]: AVX2 %g, Go %g", i, got[i], want[i])

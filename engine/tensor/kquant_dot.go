@@ -351,19 +351,14 @@ func (j *mmJob) q4KRepackedRows(worker, lo, hi int) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/qkK, m.rowBytes()
 	acc := growF32(&j.kAcc[worker], 2*n)
-	var sc16 [8]int16
-	var mins16 [16]int16
-	var sc, mins [8]int32
+	var sm [4]uint32
 	for r := lo; r < hi; r++ {
 		clear(acc)
 		row := m.Data[r*rb : (r+1)*rb]
 		for b := 0; b < nb; b++ {
 			blk := row[b*q4KBytes : (b+1)*q4KBytes]
-			q4KScales(blk[4:16], &sc, &mins)
-			for i := range sc {
-				sc16[i], mins16[2*i], mins16[2*i+1] = int16(sc[i]), int16(mins[i]), int16(mins[i])
-			}
-			q4kStep(blk[16:144], j.actK[b:], nb, n, &sc16, &mins16, f16At(blk), f16At(blk[2:]), acc)
+			q4KScaleBytes(blk[4:16], &sm)
+			q4kStep(blk[16:144], j.actK[b:], nb, n, &sm, f16At(blk), f16At(blk[2:]), acc)
 		}
 		for v := 0; v < n; v++ {
 			j.dst[v*m.Rows+r] = acc[2*v] - acc[2*v+1]
@@ -371,20 +366,40 @@ func (j *mmJob) q4KRepackedRows(worker, lo, hi int) {
 	}
 }
 
+// q4KScaleBytes unpacks a Q4_K block's twelve scale bytes as ggml's
+// kernels do (the utmp shuffle): bytes 0-7 of sm the eight 6-bit scales,
+// bytes 8-15 the eight mins; scaleMinK4 gives the same values one at a
+// time.
+func q4KScaleBytes(s []byte, sm *[4]uint32) {
+	const kmask1, kmask2, kmask3 = 0x3f3f3f3f, 0x0f0f0f0f, 0x03030303
+	u0, u1, u2 := binary.LittleEndian.Uint32(s[0:]), binary.LittleEndian.Uint32(s[4:]), binary.LittleEndian.Uint32(s[8:12])
+	sm[3] = (u2>>4)&kmask2 | ((u1>>6)&kmask3)<<4
+	sm[2] = u1 & kmask1
+	sm[1] = u2&kmask2 | ((u0>>6)&kmask3)<<4
+	sm[0] = u0 & kmask1
+}
+
 // q4kStepGo is one repacked Q4_K block's step against n activation blocks
 // (act[0], act[stride], ...): acc[2v] and acc[2v+1] are vector v's
-// accumulators of dotQ4KRepacked. The twin of q4kStepAVX2.
-func q4kStepGo(q []byte, act []q8KAct, stride, n int, sc *[8]int16, mins16 *[16]int16, dW, dminW float32, acc []float32) {
+// accumulators of dotQ4KRepacked; sm as q4KScaleBytes leaves it. The twin
+// of q4kStepAVX2.
+func q4kStepGo(q []byte, act []q8KAct, stride, n int, sm *[4]uint32, dW, dminW float32, acc []float32) {
+	var sc [8]int16
+	var mins [8]int32
+	for i := 0; i < 8; i++ {
+		sc[i] = int16(sm[i/4] >> (8 * (i % 4)) & 0xFF)
+		mins[i] = int32(sm[2+i/4] >> (8 * (i % 4)) & 0xFF)
+	}
 	var sums [1]int32
 	for v := 0; v < n; v++ {
 		a := &act[v*stride]
-		q4kDotsGo(q, act[v*stride:], 1, 1, sc, sums[:])
-		var sm int32
-		for k := range mins16 {
-			sm += int32(mins16[k]) * int32(a.bsums[k])
+		q4kDotsGo(q, act[v*stride:], 1, 1, &sc, sums[:])
+		var s int32
+		for k := 0; k < 8; k++ {
+			s += mins[k] * (int32(a.bsums[2*k]) + int32(a.bsums[2*k+1]))
 		}
 		acc[2*v] = fmaF(float32(sums[0]), dW*a.d, acc[2*v])
-		acc[2*v+1] = fmaF(float32(sm), dminW*a.d, acc[2*v+1])
+		acc[2*v+1] = fmaF(float32(s), dminW*a.d, acc[2*v+1])
 	}
 }
 

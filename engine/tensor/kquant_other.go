@@ -10,8 +10,8 @@ func q6kLanes(ql, qh []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
 	q6kLanesGo(ql, qh, x, scv, s)
 }
 
-func q4kStep(q []byte, act []q8KAct, stride, n int, sc *[8]int16, mins16 *[16]int16, dW, dminW float32, acc []float32) {
-	q4kStepGo(q, act, stride, n, sc, mins16, dW, dminW, acc)
+func q4kStep(q []byte, act []q8KAct, stride, n int, sm *[4]uint32, dW, dminW float32, acc []float32) {
+	q4kStepGo(q, act, stride, n, sm, dW, dminW, acc)
 }
 
 func q6kStep(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int16, dW float32, acc []float32) {
