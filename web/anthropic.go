@@ -277,6 +277,10 @@ func anthropicTurn(a *anthropicRequest, forCount bool) (*turn.Request, error) {
 		case "enabled":
 			on := true
 			t.Reasoning = &on
+			if th.BudgetTokens < 0 {
+				return nil, badRequest("thinking.budget_tokens", "thinking.budget_tokens must be >= 0, got %d", th.BudgetTokens)
+			}
+			t.ReasoningBudget = th.BudgetTokens
 		case "disabled":
 			off := false
 			t.Reasoning = &off

@@ -340,3 +340,41 @@ func cachedQwen35Server(t *testing.T) *testServer {
 	engines.Store(key, e)
 	return startServer(t, e, 4, Options{})
 }
+
+// thinking.budget_tokens bounds the reasoning: past it the reasoning is
+// closed for the model and the answer follows (on qwen35-agent, which
+// reasons first).
+func TestAnthropicThinkingBudget(t *testing.T) {
+	ts := agentServer(t)
+	c := ts.anthropic()
+	tok := ts.eng.Tokenizer()
+	ask := func(budget int64) (thinking string, msg *anthropic.Message) {
+		msg, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "test-model", MaxTokens: 160, Temperature: anthropic.Float(0),
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Find the failing test in this repository and fix it."))},
+			Thinking: anthropic.ThinkingConfigParamOfEnabled(budget)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range msg.Content {
+			if b.Type == "thinking" {
+				thinking += b.Thinking
+			}
+		}
+		return thinking, msg
+	}
+	const budget = 6
+	free, _ := ask(1000) // past max_tokens: no bound but max_tokens
+	if n := len(tok.Encode(free, false, false)); n <= budget+2 {
+		t.Fatalf("the model's own reasoning is %d tokens (%q): too short to show a budget of %d", n, free, budget)
+	}
+	bounded, msg := ask(budget)
+	if n := len(tok.Encode(bounded, false, false)); n > budget {
+		t.Errorf("reasoning of %d tokens (%q) with budget_tokens %d: %s", n, bounded, budget, msg.RawJSON())
+	}
+	if !strings.HasPrefix(free, bounded) {
+		t.Errorf("the bounded reasoning %q is not the start of the model's own %q", bounded, free)
+	}
+	if msg.Usage.OutputTokens <= budget {
+		t.Errorf("nothing followed the bounded reasoning: %s", msg.RawJSON())
+	}
+}

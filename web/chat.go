@@ -337,6 +337,12 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 		plan.mayReason = reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), turn.ThinkClose))
 		plan.afterReasoning = s.markup.afterReasoning
 	}
+	if p.reasoningBudget > 0 && (reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), turn.ThinkClose))) {
+		// The reasoning runs first, up to its budget; past it the
+		// reasoning is closed for the model and the answer follows.
+		plan.mayReason, plan.reasoningOpen, plan.afterReasoning = true, reasoningOpen, s.markup.afterReasoning
+		plan.reasoningBudget = p.reasoningBudget
+	}
 	if parse && (!p.ParallelToolCalls || p.ToolChoice == toolNamed) {
 		// One call at most: the generation ends after the first call's
 		// closing tag (kept, so the parser sees the call complete).

@@ -47,10 +47,13 @@ type genPlan struct {
 	// callOpen starts a tool call in the output ("<tool_call>") when the
 	// output is parsed for calls: a call cut by the token limit before it
 	// could be parsed is dropped from the text (endText).
-	callOpen       string
-	mayReason      bool
-	reasoningOpen  bool // the prompt ends inside <think>
-	afterReasoning string
+	callOpen  string
+	mayReason bool
+	// reasoningBudget bounds the reasoning (Anthropic's thinking
+	// budget_tokens): past it the reasoning is closed for the model.
+	reasoningBudget int
+	reasoningOpen   bool // the prompt ends inside <think>
+	afterReasoning  string
 }
 
 // beginGeneration starts a generation route: it reads the body, decodes it
@@ -273,6 +276,12 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *turn.TextD
 		return nil
 	})
 	req := plan.request() // the reasoning is free: the constraint applies to the forced call
+	budget := plan.reasoningBudget
+	if budget > 0 && (req.MaxTokens == 0 || budget < req.MaxTokens) {
+		req.MaxTokens = budget
+	} else {
+		budget = 0 // max_tokens comes first
+	}
 	res, err := s.source(ctx, req, emit)
 	out.addSpec(res)
 	out.cachedTokens = res.CachedTokens
@@ -280,17 +289,20 @@ func (s *Server) reasonFirst(ctx context.Context, plan *genPlan, dec *turn.TextD
 		return nil, "", true, err
 	}
 	endedTurn := res.FinishReason == "stop" && !stoppedByText // the model wrote its end of turn
+	// pending: a forced call or a format must still follow the reasoning.
+	pending := plan.force != "" || (plan.constraint != nil && plan.constraint.Trigger == "")
+	overBudget := budget > 0 && res.FinishReason == "length" && !stoppedByText
 	switch {
 	case stoppedByText:
 	case gate.Closed:
 		return res.Tokens, "", false, nil
-	case gate.Open && endedTurn:
+	case gate.Open && (overBudget || endedTurn && pending):
 		kept := res.Tokens
 		for len(kept) > 0 && s.tok.IsEOG(kept[len(kept)-1]) {
 			kept = kept[:len(kept)-1]
 		}
 		return kept, "\n" + turn.ThinkClose, false, nil
-	case gate.None || endedTurn:
+	case gate.None || endedTurn && pending:
 		*out = genOutcome{promptTokens: out.promptTokens, cachedTokens: out.cachedTokens, draft: out.draft,
 			targetSteps: out.targetSteps, draftTokens: out.draftTokens, acceptedTokens: out.acceptedTokens,
 			draftSteps: out.draftSteps, acceptedAt: out.acceptedAt}

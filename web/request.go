@@ -365,6 +365,7 @@ type chatParams struct {
 	ParallelToolCalls bool
 	tools             []toolDef // the validated tools, for the call grammars
 	callIDPrefix      string    // starts the ids of the answer's calls; "" is "call_"
+	reasoningBudget   int       // turn.Request.ReasoningBudget
 }
 
 // chatKnown are the chat fields read besides genKnown. user and metadata

@@ -35,6 +35,7 @@ func (s *Server) turnParams(model string, stream bool, t *turn.Request) (*chatPa
 		genParams:         genParams{Model: model, Stream: stream, MaxTokens: t.MaxTokens, Sample: smp, SeedGiven: seeded, Stop: t.Stop},
 		Chat:              chat.Request{Messages: t.Messages, AddGenerationPrompt: true},
 		ParallelToolCalls: t.ParallelToolCalls,
+		reasoningBudget:   t.ReasoningBudget,
 	}
 	if t.Reasoning != nil {
 		p.Chat.Kwargs = map[string]any{"enable_thinking": *t.Reasoning}

@@ -53,6 +53,10 @@ type Request struct {
 	// Reasoning is the template's reasoning switch (enable_thinking); nil
 	// leaves the template's default.
 	Reasoning *bool
+	// ReasoningBudget bounds the reasoning's tokens: past it the reasoning
+	// is closed for the model and the answer follows; 0: no bound but
+	// MaxTokens.
+	ReasoningBudget int
 }
 
 // Tool is a function the model may call.
