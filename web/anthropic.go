@@ -329,7 +329,7 @@ func (s *Server) decodeAnthropic(w http.ResponseWriter, r *http.Request, forCoun
 		if p, err = s.turnParams(a.Model, a.Stream, t); err == nil {
 			p.callIDPrefix = "toolu_"
 			var plan *genPlan
-			if plan, err = s.chatPlan(p); err == nil {
+			if plan, err = s.planTurn(p); err == nil {
 				rec.promptTokens = len(plan.prompt)
 				return &a, p, plan, true
 			}

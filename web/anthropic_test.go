@@ -378,3 +378,20 @@ func TestAnthropicThinkingBudget(t *testing.T) {
 		t.Errorf("nothing followed the bounded reasoning: %s", msg.RawJSON())
 	}
 }
+
+// Claude Code's mid-conversation system messages reach a template that
+// refuses them (Qwen3.5's) as user messages, not as a 400.
+func TestAnthropicMidConversationSystem(t *testing.T) {
+	ts := qwen35Server(t, 4, Options{Template: qwenTemplate(t, "qwen35")})
+	body := `{"model": "test-model", "max_tokens": 4, "system": "You are a coding agent.",
+		"messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": "Available agent types: claude."},
+		{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Go on."}]}`
+	status, _, data := post(t, ts.URL+"/v1/messages?beta=true", body)
+	if status != 200 {
+		t.Fatalf("%d %s", status, data)
+	}
+	status, _, data = post(t, ts.URL+"/v1/chat/completions", `{"max_tokens": 4, "messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": "x"}]}`)
+	if status != 400 || !strings.Contains(string(data), "System message must be at the beginning") {
+		t.Errorf("chat completions keep the template's refusal: %d %s", status, data)
+	}
+}

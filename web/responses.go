@@ -576,8 +576,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	p.Chat.Messages = rt.turn.Messages
-	plan, err := s.chatPlan(p)
+	plan, err := s.planTurn(p)
 	if err != nil {
 		writeError(w, r, err)
 		return

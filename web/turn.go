@@ -86,6 +86,46 @@ func (s *Server) turnParams(model string, stream bool, t *turn.Request) (*chatPa
 	return p, nil
 }
 
+// planTurn plans p as chatPlan does. A template that refuses a system
+// message past the start of the conversation (Qwen3.5's raises "System
+// message must be at the beginning") gets such messages as user messages
+// instead, their text in <system-reminder> tags (the form Claude Code
+// gives its own reminders in): Claude Code sends mid-conversation system
+// messages, Codex developer messages after the first user turn.
+func (s *Server) planTurn(p *chatParams) (*genPlan, error) {
+	plan, err := s.chatPlan(p)
+	if err == nil {
+		return plan, nil
+	}
+	msgs, changed := laterSystemAsUser(p.Chat.Messages)
+	if !changed {
+		return nil, err
+	}
+	q := *p
+	q.Chat.Messages = msgs
+	plan, err2 := s.chatPlan(&q)
+	if err2 != nil {
+		return nil, err
+	}
+	*p = q
+	return plan, nil
+}
+
+// laterSystemAsUser turns the system messages after the first message
+// into user messages.
+func laterSystemAsUser(msgs []chat.Message) ([]chat.Message, bool) {
+	out := make([]chat.Message, len(msgs))
+	changed := false
+	for i, m := range msgs {
+		if i > 0 && m.Role == "system" {
+			m = chat.Message{Role: "user", Content: chat.TextContent("<system-reminder>\n" + m.Content.String() + "\n</system-reminder>")}
+			changed = true
+		}
+		out[i] = m
+	}
+	return out, changed
+}
+
 // turnResult is how a generation ended, in turn's terms; msg is its
 // assembled answer.
 func (s *Server) turnResult(out genOutcome, msg chat.Message) turn.Result {
