@@ -66,3 +66,24 @@ var q6kShuffle = func() (m [8][16]byte) {
 	}
 	return m
 }()
+
+//go:noescape
+func legacyRowRepackedAVX2(row *byte, act *q8Act, nb int, lut *int8) float32
+
+// q4_0Levels are Q4_0's sixteen values, n-8, as a nibble lookup table.
+var q4_0Levels = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}
+
+// dotLegacyRepackedRow is dotLegacyRepacked, through the AVX2 kernel
+// when there is one.
+func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
+	nb := len(row) / q4_0Bytes
+	if useSIMD && nb > 0 {
+		_ = act[nb-1]
+		lut := &q4_0Levels
+		if t == IQ4_NL {
+			lut = &kvaluesIQ4NL
+		}
+		return legacyRowRepackedAVX2(&row[0], &act[0], nb, &lut[0])
+	}
+	return dotLegacyRepacked(t, row, act)
+}

@@ -311,3 +311,59 @@ q6ksloop:
 q6ksdone:
 	VZEROUPPER
 	RET
+
+// func legacyRowRepackedAVX2(row *byte, act *q8Act, nb int, lut *int8) float32
+// One row of nb Q4_0 or IQ4_NL blocks (18 bytes: F16 d, 16 nibble bytes)
+// against one vector's Q8_0 blocks, in the arithmetic of ggml's repacked
+// gemv (gemv_q4_b32_8x8_q8_0_lut_avx): per block, the integer dot of the
+// 32 values (lut[nibble]: n-8 for Q4_0, kvalues_iq4nl for IQ4_NL) with
+// the quants, then acc = fma(float(dot), d_w*d_x, acc).
+TEXT ·legacyRowRepackedAVX2(SB), NOSPLIT, $0-36
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVQ lut+24(FP), DX
+	VBROADCASTI128 (DX), Y15
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	VXORPS X0, X0, X0
+	TESTQ CX, CX
+	JEQ lrdone
+
+lrloop:
+	MOVWLZX (SI), AX
+	VMOVD AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS 32(DI), X1, X1        // d_w * d_x
+	VMOVDQU 2(SI), X2
+	VPSRLW $4, X2, X3
+	VPAND X14, X2, X2
+	VPAND X14, X3, X3
+	VINSERTI128 $1, X3, Y2, Y2   // values 0-15: low nibbles, 16-31: high
+	VPSHUFB Y2, Y15, Y2          // the levels
+	VMOVDQU (DI), Y4
+	VPSIGNB Y2, Y2, Y5           // |w|
+	VPSIGNB Y2, Y4, Y6           // x * sign(w)
+	VPMADDUBSW Y6, Y5, Y5
+	VPMADDWD Y13, Y5, Y5
+	VEXTRACTI128 $1, Y5, X6
+	VPADDD X6, X5, X5
+	VPSHUFD $0x4E, X5, X6
+	VPADDD X6, X5, X5
+	VPSHUFD $0xB1, X5, X6
+	VPADDD X6, X5, X5
+	VCVTDQ2PS X5, X5
+	VFMADD231SS X1, X5, X0       // acc = dot*d + acc
+	ADDQ $18, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ lrloop
+
+lrdone:
+	VZEROUPPER
+	MOVSS X0, ret+32(FP)
+	RET

@@ -141,3 +141,28 @@ func TestKQuantStep6AVX2(t *testing.T) {
 		}
 	})
 }
+
+// TestLegacyRepackedAVX2: the AVX2 row kernel of repacked Q4_0 and IQ4_NL
+// gives dotLegacyRepacked's bits on random blocks, activations and scales.
+func TestLegacyRepackedAVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		typ := rapid.SampledFrom([]DType{Q4_0, IQ4_NL}).Draw(t, "type")
+		nb := rapid.IntRange(1, 12).Draw(t, "blocks")
+		row := bytesGen(nb * q4_0Bytes).Draw(t, "row")
+		act := make([]q8Act, nb)
+		for b := 0; b < nb; b++ {
+			// an F16 scale of ordinary size, sometimes subnormal or large
+			h := uint16(rapid.OneOf(rapid.Uint16Range(0x0001, 0x03FF), rapid.Uint16Range(0x1000, 0x5BFF)).Draw(t, "d"))
+			row[b*q4_0Bytes], row[b*q4_0Bytes+1] = byte(h), byte(h>>8)
+			copy(act[b].q[:], rapid.SliceOfN(rapid.Int8Range(-127, 127), 32, 32).Draw(t, "x"))
+			act[b].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
+		}
+		got, want := dotLegacyRepackedRow(typ, row, act), dotLegacyRepacked(typ, row, act)
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("%s: AVX2 %g, Go %g", typ, got, want)
+		}
+	})
+}

@@ -17,3 +17,7 @@ func q4kStep(q []byte, act []q8KAct, stride, n int, sm *[4]uint32, dW, dminW flo
 func q6kStep(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int16, dW float32, acc []float32) {
 	q6kStepGo(ql, qh, sc, act, stride, n, scratch, dW, acc)
 }
+
+func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
+	return dotLegacyRepacked(t, row, act)
+}

@@ -333,7 +333,7 @@ func (j *mmJob) rows(worker, lo, hi int) {
 				case actQ8_0:
 					nb := cols / q8Block
 					if repacked {
-						out[r] = dotLegacyRepacked(m.Type, w, j.actQ[v*nb:(v+1)*nb])
+						out[r] = dotLegacyRepackedRow(m.Type, w, j.actQ[v*nb:(v+1)*nb])
 					} else if m.Type == IQ4_NL {
 						out[r] = dotIQ4NL(w, j.actQ[v*nb:(v+1)*nb])
 					} else {
