@@ -151,7 +151,7 @@ func TestLegacyRepackedAVX2(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		typ := rapid.SampledFrom([]DType{Q4_0, IQ4_NL}).Draw(t, "type")
 		nb := rapid.IntRange(1, 12).Draw(t, "blocks")
-		row := bytesGen(nb * q4_0Bytes).Draw(t, "row")
+		row := bytesGen(nb*q4_0Bytes).Draw(t, "row")
 		act := make([]q8Act, nb)
 		for b := 0; b < nb; b++ {
 			// an F16 scale of ordinary size, sometimes subnormal or large
