@@ -87,3 +87,35 @@ func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
 	}
 	return dotLegacyRepacked(t, row, act)
 }
+
+//go:noescape
+func legacyStepAVX2(blk *byte, act *q8Act, astride, n int, lut *int8, acc *float32)
+
+// legacyRepackedRows computes rows [lo,hi) of a repacked Q4_0 or IQ4_NL
+// product for several vectors, each block unpacked once for all of them
+// (legacyStepAVX2), with dotLegacyRepacked's bits; one vector, or no
+// AVX2, goes row by row.
+func (j *mmJob) legacyRepackedRows(worker, lo, hi int) bool {
+	m, n := j.m, j.n
+	if !useSIMD || n < 2 {
+		return false
+	}
+	nb, rb := m.Cols/q8Block, m.rowBytes()
+	acc := growF32(&j.kAcc[worker], n)
+	lut := &q4_0Levels
+	if m.Type == IQ4_NL {
+		lut = &kvaluesIQ4NL
+	}
+	for r := lo; r < hi; r++ {
+		clear(acc)
+		row := m.Data[r*rb : (r+1)*rb]
+		for b := 0; b < nb; b++ {
+			_ = j.actQ[(n-1)*nb+b]
+			legacyStepAVX2(&row[b*q4_0Bytes], &j.actQ[b], nb*int(unsafe.Sizeof(q8Act{})), n, &lut[0], &acc[0])
+		}
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = acc[v]
+		}
+	}
+	return true
+}

@@ -58,6 +58,7 @@ func TestKQuantGoldenTwins(t *testing.T) {
 	defer func() { useSIMD = true }()
 	TestKQuantGolden(t)
 	TestQ4KRepackedRows(t)
+	TestLegacyRepackedRows(t)
 }
 
 // TestKQuantStepAVX2: the repacked Q4_K step of the AVX2 kernel (integer

@@ -128,3 +128,44 @@ func TestQ4KRepackedRows(t *testing.T) {
 		p.Close()
 	}
 }
+
+// TestLegacyRepackedRows: repacked Q4_0 and IQ4_NL rows of MatMul with
+// several vectors (each block unpacked once for all) give
+// dotLegacyRepacked's bits for each (row, vector).
+func TestLegacyRepackedRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const rows, cols = 16, 160
+	for _, typ := range []DType{Q4_0, IQ4_NL} {
+		data := make([]byte, rows*cols/32*q4_0Bytes)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		for b := 0; b < len(data)/q4_0Bytes; b++ {
+			data[b*q4_0Bytes+1] = 0x20 | byte(rng.Uint32()&0xF)
+		}
+		m, err := NewMatrix(typ, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := NewPool(2)
+		for n := 1; n <= 5; n++ {
+			x := make([]float32, n*cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			dst := make([]float32, n*rows)
+			p.MatMul(dst, m, x, n)
+			act := make([]q8Act, cols/32)
+			for v := 0; v < n; v++ {
+				quantizeQ8Vector(act, x[v*cols:(v+1)*cols])
+				for r := 0; r < rows; r++ {
+					want := dotLegacyRepacked(typ, data[r*cols/32*q4_0Bytes:(r+1)*cols/32*q4_0Bytes], act)
+					if got := dst[v*rows+r]; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("%s, %d vectors: (row %d, vector %d) = %g, dotLegacyRepacked %g", typ, n, r, v, got, want)
+					}
+				}
+			}
+		}
+		p.Close()
+	}
+}

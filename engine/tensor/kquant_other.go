@@ -21,3 +21,5 @@ func q6kStep(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int16
 func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
 	return dotLegacyRepacked(t, row, act)
 }
+
+func (j *mmJob) legacyRepackedRows(worker, lo, hi int) bool { return false }

@@ -318,6 +318,9 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			j.q6KRows(worker, lo, hi)
 			return
 		}
+		if repacked && k == actQ8_0 && j.legacyRepackedRows(worker, lo, hi) {
+			return
+		}
 		for v := 0; v < n; v++ {
 			out := j.dst[v*rows+lo : v*rows+hi]
 			for r := range out {
