@@ -19,7 +19,7 @@
 # summary is printed at the end and the logs are kept under $OUT.
 #
 # EDGELLMD=path uses that binary instead of building bin/edgellmd.
-# Needs: go, npm, curl, network access to the npm registry. Takes about
+# Needs: go, npm, python3, curl, network access to the npm registry. Takes about
 # 3-5 minutes on 2 cores, most of it the agents' installs and prefilling
 # their system prompts.
 set -euo pipefail
