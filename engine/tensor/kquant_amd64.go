@@ -119,3 +119,18 @@ func (j *mmJob) legacyRepackedRows(worker, lo, hi int) bool {
 	}
 	return true
 }
+
+//go:noescape
+func q4kRowAVX2(row *byte, act *q8KAct, nb int, scratch *int16) float32
+
+// dotQ4KRepackedRow is dotQ4KRepacked, through the AVX2 row kernel when
+// there is one.
+func dotQ4KRepackedRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / q4KBytes
+	if useSIMD && nb > 0 {
+		_ = act[nb-1]
+		var scratch [8]int16
+		return q4kRowAVX2(&row[0], &act[0], nb, &scratch[0])
+	}
+	return dotQ4KRepacked(row, act)
+}

@@ -423,3 +423,101 @@ lsloop:
 lsdone:
 	VZEROUPPER
 	RET
+
+// func q4kRowAVX2(row *byte, act *q8KAct, nb int, scratch *int16) float32
+// A whole row of nb repacked Q4_K blocks against one vector (decode): the
+// steps of q4kStepAVX2 block after block, the scales unpacked from the
+// block's twelve bytes here (ggml's utmp shuffle), and the result
+// acc - accMin.
+TEXT ·q4kRowAVX2(SB), NOSPLIT, $0-36
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVQ scratch+24(FP), DX
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS X12, X12, X12
+	VXORPS X13, X13, X13
+	TESTQ CX, CX
+	JEQ q4krdone
+
+q4krloop:
+	MOVL 4(SI), R10              // u0
+	MOVL 8(SI), R11              // u1
+	MOVL 12(SI), R12             // u2
+	MOVL R11, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	MOVL R12, AX
+	SHRL $4, AX
+	ANDL $0x0F0F0F0F, AX
+	ORL AX, R13                  // sm3 = mins 4-7
+	MOVL R11, BX
+	ANDL $0x3F3F3F3F, BX         // sm2 = mins 0-3
+	MOVL R10, AX
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ANDL $0x0F0F0F0F, R12
+	ORL AX, R12                  // sm1 = scales 4-7
+	ANDL $0x3F3F3F3F, R10        // sm0 = scales 0-3
+	VMOVD R10, X8
+	VPINSRD $1, R12, X8, X8
+	VPMOVZXBW X8, X8
+	VMOVDQU X8, (DX)             // the scales as int16, for DOTC's broadcasts
+	VMOVD BX, X9
+	VPINSRD $1, R13, X9, X9
+	VPUNPCKLBW X9, X9, X9
+	VPMOVZXBW X9, Y11            // each min twice
+	ADDQ $16, SI                 // the quants
+	UNPACK(0, Y0, Y1)
+	UNPACK(1, Y2, Y3)
+	UNPACK(2, Y4, Y5)
+	UNPACK(3, Y6, Y7)
+	SUBQ $16, SI
+	VPXOR Y14, Y14, Y14
+	DOTC(0, Y0)
+	DOTC(1, Y1)
+	DOTC(2, Y2)
+	DOTC(3, Y3)
+	DOTC(4, Y4)
+	DOTC(5, Y5)
+	DOTC(6, Y6)
+	DOTC(7, Y7)
+	VEXTRACTI128 $1, Y14, X9
+	VPADDD X9, X14, X14
+	VPSHUFD $0x4E, X14, X9
+	VPADDD X9, X14, X14
+	VPSHUFD $0xB1, X14, X9
+	VPADDD X9, X14, X14
+	VCVTDQ2PS X14, X14           // float(s)
+	VPMADDWD 256(DI), Y11, Y10
+	VEXTRACTI128 $1, Y10, X9
+	VPADDD X9, X10, X10
+	VPSHUFD $0x4E, X10, X9
+	VPADDD X9, X10, X10
+	VPSHUFD $0xB1, X10, X9
+	VPADDD X9, X10, X10
+	VCVTDQ2PS X10, X10           // float(sm)
+	MOVWLZX (SI), AX
+	VMOVD AX, X8
+	VCVTPH2PS X8, X8             // d_w
+	MOVWLZX 2(SI), AX
+	VMOVD AX, X9
+	VCVTPH2PS X9, X9             // dmin_w
+	VMULSS 288(DI), X8, X8       // d_w*d_x
+	VMULSS 288(DI), X9, X9       // dmin_w*d_x
+	VFMADD231SS X8, X14, X12
+	VFMADD231SS X9, X10, X13
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q4krloop
+
+q4krdone:
+	VSUBSS X13, X12, X12
+	VZEROUPPER
+	MOVSS X12, ret+32(FP)
+	RET

@@ -350,6 +350,12 @@ func q4kDotsGo(q []byte, act []q8KAct, stride, n int, sc *[8]int16, out []int32)
 func (j *mmJob) q4KRepackedRows(worker, lo, hi int) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/qkK, m.rowBytes()
+	if n == 1 { // decode: whole rows in one call
+		for r := lo; r < hi; r++ {
+			j.dst[r] = dotQ4KRepackedRow(m.Data[r*rb:(r+1)*rb], j.actK[:nb])
+		}
+		return
+	}
 	acc := growF32(&j.kAcc[worker], 2*n)
 	var sm [4]uint32
 	for r := lo; r < hi; r++ {
