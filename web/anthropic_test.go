@@ -79,6 +79,28 @@ func TestAnthropicTextMatchesEngine(t *testing.T) {
 	if msg.StopReason != wantStop || msg.Type != "message" || msg.Role != "assistant" || !strings.HasPrefix(msg.ID, "msg_") {
 		t.Errorf("stop_reason %q type %q role %q id %q", msg.StopReason, msg.Type, msg.Role, msg.ID)
 	}
+	// A stop sequence from the middle of the engine's text ends the answer
+	// before it, and is named.
+	runes := []rune(text)
+	if len(runes) < 6 {
+		t.Fatalf("the engine's text %q is too short for a stop sequence", text)
+	}
+	stop := string(runes[len(runes)/2 : len(runes)/2+2])
+	cut, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{
+		Model: "test-model", MaxTokens: 12, Temperature: anthropic.Float(0), StopSequences: []string{stop},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Write a Go function."))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := text[:strings.Index(text, stop)]
+	got.Reset()
+	for _, b := range cut.Content {
+		got.WriteString(b.Text)
+	}
+	if cut.StopReason != anthropic.StopReasonStopSequence || cut.StopSequence != stop || got.String() != want {
+		t.Errorf("stop sequence %q: stop_reason %q stop_sequence %q text %q, want %q", stop, cut.StopReason, cut.StopSequence, got.String(), want)
+	}
 }
 
 // anthropicEventOrder checks a stream's event names against the documented
