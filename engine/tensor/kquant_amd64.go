@@ -134,3 +134,19 @@ func dotQ4KRepackedRow(row []byte, act []q8KAct) float32 {
 	}
 	return dotQ4KRepacked(row, act)
 }
+
+//go:noescape
+func q6kRowAVX2(row *byte, act *q8KAct, nb int, scratch *int16, shuf *byte, acc *float32)
+
+// dotQ6KRow is dotQ6K, through the AVX2 row kernel when there is one.
+func dotQ6KRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / q6KBytes
+	if useSIMD && nb > 0 {
+		_ = act[nb-1]
+		var scratch [144]int16
+		var acc laneAcc
+		q6kRowAVX2(&row[0], &act[0], nb, &scratch[0], &q6kShuffle[0][0], &acc[0])
+		return acc.sum()
+	}
+	return dotQ6K(row, act)
+}

@@ -272,6 +272,33 @@ TEXT ·q6kStepAVX2(SB), NOSPLIT, $0-80
 	VPAND Y15, Y11, Y11; \
 	VPOR Y11, c3, c3
 
+// Q6UR is Q6U with the 0x03 mask in Y13 (q6kRowAVX2 keeps its lanes in Y12).
+#define Q6UR(n, c0, c1, c2, c3) \
+	VMOVDQU (n*64)(SI), Y8; \
+	VMOVDQU (n*64+32)(SI), Y9; \
+	VMOVDQU (n*32)(BX), Y10; \
+	VPAND Y13, Y10, c0; \
+	VPSLLW $4, c0, c0; \
+	VPAND Y15, Y8, Y11; \
+	VPOR Y11, c0, c0; \
+	VPSRLW $2, Y10, c1; \
+	VPAND Y13, c1, c1; \
+	VPSLLW $4, c1, c1; \
+	VPAND Y15, Y9, Y11; \
+	VPOR Y11, c1, c1; \
+	VPSRLW $4, Y10, c2; \
+	VPAND Y13, c2, c2; \
+	VPSLLW $4, c2, c2; \
+	VPSRLW $4, Y8, Y11; \
+	VPAND Y15, Y11, Y11; \
+	VPOR Y11, c2, c2; \
+	VPSRLW $6, Y10, c3; \
+	VPAND Y13, c3, c3; \
+	VPSLLW $4, c3, c3; \
+	VPSRLW $4, Y9, Y11; \
+	VPAND Y15, Y11, Y11; \
+	VPOR Y11, c3, c3
+
 	Q6U(0, Y0, Y1, Y2, Y3)
 	Q6U(1, Y4, Y5, Y6, Y7)
 	VBROADCASTSS dW+64(FP), Y13
@@ -520,4 +547,72 @@ q4krdone:
 	VSUBSS X13, X12, X12
 	VZEROUPPER
 	MOVSS X12, ret+32(FP)
+	RET
+
+// func q6kRowAVX2(row *byte, act *q8KAct, nb int, scratch *int16, shuf *byte, acc *float32)
+// A whole row of nb Q6_K blocks against one vector (decode): the steps of
+// q6kStepAVX2 block after block, the eight lanes kept in Y12 and stored to
+// acc at the end (the caller adds them as hsum_float_8 does).
+TEXT ·q6kRowAVX2(SB), NOSPLIT, $0-48
+	MOVQ row+0(FP), R12
+	MOVQ act+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVQ scratch+24(FP), DX
+	MOVQ shuf+32(FP), R11
+	MOVQ acc+40(FP), R8
+	VXORPS Y12, Y12, Y12
+	LEAQ 256(DX), R10
+	TESTQ CX, CX
+	JEQ q6krdone
+
+q6krloop:
+	MOVQ R12, SI                 // ql
+	LEAQ 128(R12), BX            // qh
+	VMOVDQU 192(R12), X8         // the 16 scales
+	VPMOVSXBW X8, Y9
+	VMOVDQU Y9, (R10)
+	SCV(0)
+	SCV(1)
+	SCV(2)
+	SCV(3)
+	SCV(4)
+	SCV(5)
+	SCV(6)
+	SCV(7)
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x03030303, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	Q6UR(0, Y0, Y1, Y2, Y3)
+	Q6UR(1, Y4, Y5, Y6, Y7)
+	VPXOR Y14, Y14, Y14
+	DOT6(0, Y0)
+	DOT6(1, Y1)
+	DOT6(2, Y2)
+	DOT6(3, Y3)
+	DOT6(4, Y4)
+	DOT6(5, Y5)
+	DOT6(6, Y6)
+	DOT6(7, Y7)
+	VMOVDQU 256(DI), Y10
+	VPMADDWD (R10), Y10, Y10
+	VPSLLD $5, Y10, Y10
+	VPSUBD Y10, Y14, Y14
+	VCVTDQ2PS Y14, Y14
+	MOVWLZX 208(R12), AX
+	VMOVD AX, X9
+	VCVTPH2PS X9, X9             // d_w
+	VMULSS 288(DI), X9, X9       // d_x*d_w (ggml: y.d * x.d)
+	VBROADCASTSS X9, Y9
+	VFMADD231PS Y9, Y14, Y12
+	ADDQ $210, R12
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q6krloop
+
+q6krdone:
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
 	RET

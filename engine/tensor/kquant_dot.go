@@ -456,6 +456,12 @@ func q6kStepGo(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int
 func (j *mmJob) q6KRows(worker, lo, hi int) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/qkK, m.rowBytes()
+	if n == 1 { // decode: whole rows in one call
+		for r := lo; r < hi; r++ {
+			j.dst[r] = dotQ6KRow(m.Data[r*rb:(r+1)*rb], j.actK[:nb])
+		}
+		return
+	}
 	acc := growF32(&j.kAcc[worker], 8*n)
 	var scratch [144]int16
 	for r := lo; r < hi; r++ {

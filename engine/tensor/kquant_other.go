@@ -25,3 +25,5 @@ func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
 func (j *mmJob) legacyRepackedRows(worker, lo, hi int) bool { return false }
 
 func dotQ4KRepackedRow(row []byte, act []q8KAct) float32 { return dotQ4KRepacked(row, act) }
+
+func dotQ6KRow(row []byte, act []q8KAct) float32 { return dotQ6K(row, act) }
