@@ -241,6 +241,10 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, id string, p
 			SystemFingerprint: s.opt.SystemFingerprint, Choices: []chunkChoice{{Delta: d, FinishReason: finish}}}
 	}
 	calls := false
+	if p.N > 1 {
+		s.streamChoices(w, r, id, p, plan)
+		return
+	}
 	s.stream(w, r, plan, streamFormat{
 		first: func() any {
 			empty := ""
@@ -259,6 +263,65 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, id string, p
 			last := []any{c}
 			if p.IncludeUsage {
 				u := newUsage(out)
+				last = append(last, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opt.ModelName,
+					SystemFingerprint: s.opt.SystemFingerprint, Choices: []chunkChoice{}, Usage: &u})
+			}
+			return finish, last
+		},
+	})
+}
+
+// streamChoices streams n choices one after another, each opened by its
+// role chunk and closed by its finish chunk, then the usage chunk when
+// asked for and [DONE]. Choice i uses seed+i when a seed was given.
+func (s *Server) streamChoices(w http.ResponseWriter, r *http.Request, id string, p *chatParams, plan *genPlan) {
+	created := recordOf(r.Context()).start.Unix()
+	plans := []*genPlan{plan}
+	for i := 1; i < p.N; i++ {
+		pl, err := s.chatPlan(p)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if p.SeedGiven {
+			pl.sample.Seed += uint64(i)
+		}
+		plans = append(plans, pl)
+	}
+	index, calls := 0, false
+	chunk := func(d chunkDelta, finish *string) chatChunk {
+		return chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opt.ModelName,
+			SystemFingerprint: s.opt.SystemFingerprint, Choices: []chunkChoice{{Index: index, Delta: d, FinishReason: finish}}}
+	}
+	role := func() any {
+		empty := ""
+		return chunk(chunkDelta{Role: "assistant", Content: &empty}, nil)
+	}
+	var finish string
+	s.stream(w, r, plan, streamFormat{
+		more:  plans[1:],
+		first: role,
+		delta: func(d chat.Delta) any {
+			calls = calls || d.ToolCall != nil
+			c := chunk(chunkDeltaOf(d), nil)
+			c.Choices[0].Logprobs = plans[index].lp.takeChat()
+			return c
+		},
+		choiceEnd: func(out genOutcome) []any {
+			finish = finishReason(out.finish, calls)
+			c := chunk(chunkDelta{}, &finish)
+			c.Choices[0].Logprobs = plans[index].lp.takeChat()
+			evs := []any{c}
+			if index++; index < len(plans) {
+				calls = false
+				evs = append(evs, role())
+			}
+			return evs
+		},
+		end: func(total genOutcome) (string, []any) {
+			var last []any
+			if p.IncludeUsage {
+				u := newUsage(total)
 				last = append(last, chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: s.opt.ModelName,
 					SystemFingerprint: s.opt.SystemFingerprint, Choices: []chunkChoice{}, Usage: &u})
 			}

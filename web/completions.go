@@ -55,22 +55,53 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 	id := "cmpl-" + randomHex(12)
 	created := rec.start.Unix()
+	index := 0 // the choice being streamed
 	chunk := func(text string, finish *string) textCompletion {
 		return textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.opt.ModelName,
-			SystemFingerprint: s.opt.SystemFingerprint, Choices: []textChoice{{Text: text, FinishReason: finish}}}
+			SystemFingerprint: s.opt.SystemFingerprint, Choices: []textChoice{{Index: index, Text: text, FinishReason: finish}}}
+	}
+	// The plans of the choices after the first (n > 1).
+	plans := []*genPlan{plan}
+	for i := 1; i < p.N; i++ {
+		pl, err := s.newPlan("prompt", p.PromptText, nil, ids, p.genParams)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		pl.split = turn.PlainText{}
+		pl.publishAt = []int{len(pl.prompt)}
+		if p.SeedGiven {
+			pl.sample.Seed += uint64(i)
+		}
+		plans = append(plans, pl)
 	}
 	if p.Stream {
+		var choiceEnd func(out genOutcome) []any
+		if len(plans) > 1 {
+			choiceEnd = func(out genOutcome) []any {
+				finish := finishReason(out.finish, false)
+				c := chunk("", &finish)
+				c.Choices[0].Logprobs = plans[index].lp.takeCompletion()
+				index++
+				return []any{c}
+			}
+		}
 		s.stream(w, r, plan, streamFormat{
+			more:      plans[1:],
+			choiceEnd: choiceEnd,
 			delta: func(d chat.Delta) any {
 				c := chunk(d.Content, nil)
-				c.Choices[0].Logprobs = plan.lp.takeCompletion()
+				c.Choices[0].Logprobs = plans[index].lp.takeCompletion()
 				return c
 			},
 			end: func(out genOutcome) (string, []any) {
 				finish := finishReason(out.finish, false)
-				c := chunk("", &finish)
-				c.Choices[0].Logprobs = plan.lp.takeCompletion()
-				last := []any{c}
+				var last []any
+				if len(plans) == 1 {
+					c := chunk("", &finish)
+					c.Choices[0].Logprobs = plan.lp.takeCompletion()
+					last = append(last, c)
+				}
 				if p.IncludeUsage {
 					u := newUsage(out)
 					last = append(last, textCompletion{ID: id, Object: "text_completion", Created: created, Model: s.opt.ModelName,
@@ -84,18 +115,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	res := chunk("", nil)
 	res.Choices = nil
 	var total genOutcome
-	for i := range p.N {
-		if i > 0 { // each choice its own plan: its logprobs, seed
-			if plan, err = s.newPlan("prompt", p.PromptText, nil, ids, p.genParams); err != nil {
-				writeError(w, r, err)
-				return
-			}
-			plan.split = turn.PlainText{}
-			plan.publishAt = []int{len(plan.prompt)}
-			if p.SeedGiven {
-				plan.sample.Seed += uint64(i)
-			}
-		}
+	for i, plan := range plans { // each choice its own plan: its logprobs, seed
 		var text []byte
 		out, err := s.generate(ctx, plan, func(ds []chat.Delta) {
 			for _, d := range ds {

@@ -72,7 +72,7 @@ func TestErrorsThroughClient(t *testing.T) {
 		{"image part", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400, "", "messages[0].content[0].type"},
 		{"bad arguments", `{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"[1"}}]}]}`, 400, "", "messages[1].tool_calls[0].function.arguments"},
 		{"n=0", `{"messages":[{"role":"user","content":"hi"}],"n":0}`, 400, "", "n"},
-		{"n=2 streamed", `{"messages":[{"role":"user","content":"hi"}],"n":2,"stream":true}`, 400, "", "n"},
+		{"n=17", `{"messages":[{"role":"user","content":"hi"}],"n":17}`, 400, "", "n"},
 		{"temperature", `{"messages":[{"role":"user","content":"hi"}],"temperature":2.5}`, 400, "", "temperature"},
 		{"top_p", `{"messages":[{"role":"user","content":"hi"}],"top_p":0}`, 400, "", "top_p"},
 		{"max_tokens", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":0}`, 400, "", "max_tokens"},

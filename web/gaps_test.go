@@ -160,6 +160,30 @@ func TestNChoices(t *testing.T) {
 	if got.Usage.PromptTokens != int64(len(res.Prompt)) || got.Usage.CompletionTokens != 3*int64(len(res.Tokens)) {
 		t.Errorf("usage %s, want prompt %d completion %d", got.Usage.RawJSON(), len(res.Prompt), 3*len(res.Tokens))
 	}
+	// Streamed: each choice's chunks carry its index, each ends with its
+	// finish chunk, and the usage chunk adds them up.
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	stream := c.Chat.Completions.NewStreaming(context.Background(), p)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		if !acc.AddChunk(stream.Current()) {
+			t.Fatal("the accumulator refused a chunk")
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(acc.Choices) != 3 {
+		t.Fatalf("%d streamed choices", len(acc.Choices))
+	}
+	for i, ch := range acc.Choices {
+		if ch.Message.Content != text || ch.FinishReason != got.Choices[i].FinishReason {
+			t.Errorf("streamed choice %d: %q %q, want %q %q", i, ch.Message.Content, ch.FinishReason, text, got.Choices[i].FinishReason)
+		}
+	}
+	if acc.Usage.CompletionTokens != got.Usage.CompletionTokens || acc.Usage.PromptTokens != got.Usage.PromptTokens {
+		t.Errorf("streamed usage %+v, whole %+v", acc.Usage, got.Usage)
+	}
 	cp := openai.CompletionNewParams{Model: "test-model", Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("The dog")},
 		MaxTokens: openai.Int(10), Temperature: openai.Float(1), Seed: openai.Int(7), N: openai.Int(2)}
 	many, err := c.Completions.New(context.Background(), cp)
@@ -168,6 +192,21 @@ func TestNChoices(t *testing.T) {
 	}
 	if len(many.Choices) != 2 {
 		t.Fatalf("%d completion choices", len(many.Choices))
+	}
+	cs := c.Completions.NewStreaming(context.Background(), cp)
+	streamed := map[int64]string{}
+	for cs.Next() {
+		for _, ch := range cs.Current().Choices {
+			streamed[ch.Index] += ch.Text
+		}
+	}
+	if err := cs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if streamed[int64(i)] != many.Choices[i].Text {
+			t.Errorf("streamed completion choice %d %q, whole %q", i, streamed[int64(i)], many.Choices[i].Text)
+		}
 	}
 	cp.N = openai.Int(1)
 	for i := range 2 {

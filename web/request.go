@@ -29,8 +29,8 @@ type genParams struct {
 	Stop         []string
 	IgnoreEOS    bool
 	Ignored      []string // top-level fields that were accepted and ignored
-	// N is the number of choices to generate (n); they share the prompt's
-	// prefill through the prefix cache. More than one is not streamed.
+	// N is the number of choices to generate (n), one after another: they
+	// share the prompt's prefill through the prefix cache.
 	N int
 
 	Penalties   sample.Penalties
@@ -197,8 +197,6 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 		switch n := *f.N; {
 		case n < 1 || n > maxChoices:
 			return p, badRequest("n", "n must be between 1 and %d, got %d", maxChoices, n)
-		case n > 1 && p.Stream:
-			return p, badRequest("n", "n > 1 is answered whole: send stream false (or one request per choice)")
 		}
 		p.N = *f.N
 	}

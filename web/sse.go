@@ -14,9 +14,15 @@ import (
 // a slow reader costs memory for its own text, not time for everyone.
 type deltaQueue struct {
 	mu     sync.Mutex
-	items  []chat.Delta
+	items  []queued
 	closed bool
 	ready  chan struct{} // signalled when items or closed change
+}
+
+// queued is a delta, or the end of a choice (with n > 1) and its outcome.
+type queued struct {
+	d   chat.Delta
+	end *genOutcome
 }
 
 func newDeltaQueue() *deltaQueue { return &deltaQueue{ready: make(chan struct{}, 1)} }
@@ -26,7 +32,17 @@ func (q *deltaQueue) push(ds []chat.Delta) {
 		return
 	}
 	q.mu.Lock()
-	q.items = append(q.items, ds...)
+	for _, d := range ds {
+		q.items = append(q.items, queued{d: d})
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+// pushEnd marks the end of a choice.
+func (q *deltaQueue) pushEnd(out genOutcome) {
+	q.mu.Lock()
+	q.items = append(q.items, queued{end: &out})
 	q.mu.Unlock()
 	q.signal()
 }
@@ -47,7 +63,7 @@ func (q *deltaQueue) signal() {
 
 // take waits for deltas and returns them all; closed reports that no more
 // will come.
-func (q *deltaQueue) take() (items []chat.Delta, closed bool) {
+func (q *deltaQueue) take() (items []queued, closed bool) {
 	for {
 		q.mu.Lock()
 		items, closed = q.items, q.closed
@@ -147,6 +163,12 @@ type streamFormat struct {
 	// noDone leaves out OpenAI's closing "data: [DONE]" (the Anthropic
 	// and Responses streams end with their own last event).
 	noDone bool
+	// more are the plans of the choices after the first (n > 1), run one
+	// after another; choiceEnd gives the events that end each choice (end
+	// then gives those that end the stream, with the choices' outcomes
+	// added up).
+	more      []*genPlan
+	choiceEnd func(out genOutcome) []any
 }
 
 // stream runs the generation and writes its deltas as server-sent events
@@ -169,7 +191,16 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, plan *genPlan, f
 				s.log.Error().Interface("panic", v).Str("stack", string(debug.Stack())).Msg("panic in generation")
 			}
 		}()
-		out, genErr = s.generate(r.Context(), plan, q.push)
+		for i, pl := range append([]*genPlan{plan}, f.more...) {
+			o, err := s.generate(r.Context(), pl, q.push)
+			out = addChoice(out, o, i)
+			if genErr = err; err != nil {
+				return
+			}
+			if f.choiceEnd != nil {
+				q.pushEnd(o)
+			}
+		}
 	}()
 
 	var sse *sseWriter
@@ -186,8 +217,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, plan *genPlan, f
 		if len(items) > 0 {
 			begin()
 		}
-		for _, d := range items {
-			sse.event(f.delta(d))
+		for _, it := range items {
+			if it.end != nil {
+				sse.event(f.choiceEnd(*it.end))
+				continue
+			}
+			sse.event(f.delta(it.d))
 		}
 		if closed {
 			break
