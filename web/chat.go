@@ -365,11 +365,11 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 		plan.publishAt = append(plan.publishAt, n)
 	}
 	reasoningOpen := chat.ReasoningOpen(promptText)
-	if formatted && (reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), turn.ThinkClose))) {
+	if formatted && (reasoningOpen || (s.markup.Reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), turn.ThinkClose))) {
 		// A model that reasons first writes its <think> block freely; the
 		// format holds from after "</think>" (what the template writes
 		// there is forced), as a forced tool call does.
-		plan.mayReason, plan.reasoningOpen, plan.afterReasoning = true, reasoningOpen, s.markup.afterReasoning
+		plan.mayReason, plan.reasoningOpen, plan.afterReasoning = true, reasoningOpen, s.markup.AfterReasoning
 	}
 	hasTools := len(p.Chat.Tools) > 0
 	parse := hasTools && p.ToolChoice != toolNone
@@ -389,21 +389,21 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 			// The tools stay in the prompt (as llama.cpp and vLLM keep
 			// them, and the prompt cache wants); a call the model starts
 			// anyway ends the answer instead of leaking markup.
-			plan.stops = append(plan.stops, turn.Stop{Text: strings.TrimSpace(s.markup.open)})
+			plan.stops = append(plan.stops, turn.Stop{Text: strings.TrimSpace(s.markup.Open)})
 		}
 	case toolRequired, toolNamed:
 		if !s.canForce {
 			return nil, badRequest("tool_choice", "tool_choice %q cannot be honoured: this model's chat template writes no tool-call markup", toolChoiceName(p))
 		}
-		plan.force = s.markup.prefix(p.ToolName)
+		plan.force = s.markup.Prefix(p.ToolName)
 		plan.reasoningOpen = reasoningOpen
-		plan.mayReason = reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), turn.ThinkClose))
-		plan.afterReasoning = s.markup.afterReasoning
+		plan.mayReason = reasoningOpen || (s.markup.Reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), turn.ThinkClose))
+		plan.afterReasoning = s.markup.AfterReasoning
 	}
-	if p.reasoningBudget > 0 && (reasoningOpen || (s.markup.reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), turn.ThinkClose))) {
+	if p.reasoningBudget > 0 && (reasoningOpen || (s.markup.Reasons && !strings.HasSuffix(strings.TrimRight(promptText, " \t\r\n"), turn.ThinkClose))) {
 		// The reasoning runs first, up to its budget; past it the
 		// reasoning is closed for the model and the answer follows.
-		plan.mayReason, plan.reasoningOpen, plan.afterReasoning = true, reasoningOpen, s.markup.afterReasoning
+		plan.mayReason, plan.reasoningOpen, plan.afterReasoning = true, reasoningOpen, s.markup.AfterReasoning
 		plan.reasoningBudget = p.reasoningBudget
 	}
 	if parse && (!p.ParallelToolCalls || p.ToolChoice == toolNamed) {

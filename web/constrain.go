@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/grammar"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 // The request fields that constrain the output to a language, and the
@@ -154,21 +155,21 @@ func gbnfLiteral(s string) string {
 // with arguments args (a rule of argsGrammar), from after the text skip
 // (what is forced or triggered before the grammar starts) to the end of
 // "</tool_call>".
-func (m toolMarkup) callRule(b *strings.Builder, name string, t toolDef, args, skip string) error {
-	head := strings.Replace(m.named, probeName, t.name, 1)
+func callRule(m turn.ToolMarkup, b *strings.Builder, name string, t toolDef, args, skip string) error {
+	head := strings.Replace(m.Named, turn.ProbeName, t.name, 1)
 	if !strings.HasPrefix(head, skip) {
 		return fmt.Errorf("the call markup %q does not start with %q", head, skip)
 	}
-	fmt.Fprintf(b, "%s ::= %s %s %s\n", name, gbnfLiteral(head[len(skip):]), args, gbnfLiteral(m.close))
+	fmt.Fprintf(b, "%s ::= %s %s %s\n", name, gbnfLiteral(head[len(skip):]), args, gbnfLiteral(m.Close))
 	return nil
 }
 
 // argsGrammar writes the rules of tool i's arguments and returns the name
 // of their rule: a JSON object (Qwen3) or XML parameters (Qwen3.5).
-func (m toolMarkup) argsGrammar(b *strings.Builder, i int, t toolDef) (string, error) {
+func argsGrammar(m turn.ToolMarkup, b *strings.Builder, i int, t toolDef) (string, error) {
 	param := fmt.Sprintf("tools[%d].function.parameters", i)
 	prefix := fmt.Sprintf("t%d-", i)
-	if !m.xml {
+	if !m.XML {
 		rules, root, err := toolSchemaGBNF(t.params, prefix)
 		if err != nil {
 			return "", grammarError(param, err)
@@ -191,7 +192,7 @@ func (m toolMarkup) argsGrammar(b *strings.Builder, i int, t toolDef) (string, e
 	fmt.Fprintf(b, "%s ::=", root)
 	var more strings.Builder
 	for j, p := range schema.Properties {
-		open := gbnfLiteral(m.paramOpen + p.name + m.paramMid)
+		open := gbnfLiteral(m.ParamOpen + p.name + m.ParamMid)
 		value := "xml-text0"
 		var typ struct {
 			Type  string            `json:"type"`
@@ -213,7 +214,7 @@ func (m toolMarkup) argsGrammar(b *strings.Builder, i int, t toolDef) (string, e
 			more.WriteString(rules)
 			value = vroot
 		}
-		item := fmt.Sprintf("%s %s %s", open, value, gbnfLiteral(m.paramClose))
+		item := fmt.Sprintf("%s %s %s", open, value, gbnfLiteral(m.ParamClose))
 		if slices.Contains(schema.Required, p.name) {
 			fmt.Fprintf(b, " %s", item)
 		} else {
@@ -349,18 +350,18 @@ func notContaining(b *strings.Builder, name, w string) {
 // triggered markup): one call to any of tools (to the named one when only
 // it is given), then, when more may follow, further calls each opened by
 // sep.
-func (m toolMarkup) toolGrammar(tools []toolDef, skip, sep string, many bool) (*grammar.Grammar, error) {
-	g, err := m.buildToolGrammar(tools, skip, sep, many, false)
+func toolGrammar(m turn.ToolMarkup, tools []toolDef, skip, sep string, many bool) (*grammar.Grammar, error) {
+	g, err := buildToolGrammar(m, tools, skip, sep, many, false)
 	if err != nil && strings.Contains(err.Error(), "too large") {
 		// Length bounds are expanded into repetitions: many of them
 		// (Claude Code's tools) make a grammar over the compiler's limit.
 		// Then they are left out (schemarelax.go).
-		g, err = m.buildToolGrammar(tools, skip, sep, many, true)
+		g, err = buildToolGrammar(m, tools, skip, sep, many, true)
 	}
 	return g, err
 }
 
-func (m toolMarkup) buildToolGrammar(tools []toolDef, skip, sep string, many, dropLengths bool) (*grammar.Grammar, error) {
+func buildToolGrammar(m turn.ToolMarkup, tools []toolDef, skip, sep string, many, dropLengths bool) (*grammar.Grammar, error) {
 	if dropLengths {
 		relaxed := make([]toolDef, len(tools))
 		for i, t := range tools {
@@ -371,30 +372,30 @@ func (m toolMarkup) buildToolGrammar(tools []toolDef, skip, sep string, many, dr
 	var b strings.Builder
 	var alts, nextAlts []string
 	for i, t := range tools {
-		args, err := m.argsGrammar(&b, i, t)
+		args, err := argsGrammar(m, &b, i, t)
 		if err != nil {
 			return nil, err
 		}
 		name := "call" + strconv.Itoa(i)
-		if err := m.callRule(&b, name, t, args, skip); err != nil {
+		if err := callRule(m, &b, name, t, args, skip); err != nil {
 			return nil, err
 		}
 		alts = append(alts, name)
 		if many {
 			next := "next" + strconv.Itoa(i)
-			if err := m.callRule(&b, next, t, args, m.open); err != nil {
+			if err := callRule(m, &b, next, t, args, m.Open); err != nil {
 				return nil, err
 			}
 			nextAlts = append(nextAlts, next)
 		}
 	}
-	if m.xml {
+	if m.XML {
 		// A raw value is any text without the parameter's closing tag.
-		notContaining(&b, "xml-text", strings.TrimRight(m.paramClose, "\n"))
+		notContaining(&b, "xml-text", strings.TrimRight(m.ParamClose, "\n"))
 	}
 	root := "root ::= (" + strings.Join(alts, " | ") + ")"
 	if many {
-		root += " (" + gbnfLiteral(sep+m.open) + " (" + strings.Join(nextAlts, " | ") + "))*"
+		root += " (" + gbnfLiteral(sep+m.Open) + " (" + strings.Join(nextAlts, " | ") + "))*"
 	}
 	b.WriteString(root + "\n")
 	g, err := grammar.ParseGBNF(b.String())
@@ -423,20 +424,20 @@ func (s *Server) toolConstraint(p *chatParams) (*engine.Constraint, error) {
 				one = append(one, d)
 			}
 		}
-		g, err := m.toolGrammar(one, m.prefix(p.ToolName), "\n", false)
+		g, err := toolGrammar(m, one, m.Prefix(p.ToolName), "\n", false)
 		if err != nil {
 			return nil, err
 		}
 		return &engine.Constraint{Grammar: g}, nil
 	case toolRequired:
-		g, err := m.toolGrammar(defs, m.open, "\n", many)
+		g, err := toolGrammar(m, defs, m.Open, "\n", many)
 		if err != nil {
 			return nil, err
 		}
 		return &engine.Constraint{Grammar: g}, nil
 	}
-	trigger := strings.TrimSpace(m.open)
-	g, err := m.toolGrammar(defs, trigger, "\n", false)
+	trigger := strings.TrimSpace(m.Open)
+	g, err := toolGrammar(m, defs, trigger, "\n", false)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/grammar"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 // The call grammars accept exactly what the templates themselves write
@@ -25,7 +26,7 @@ func TestCallGrammarsAcceptTheTemplatesCalls(t *testing.T) {
 	v := grammar.NewVocab(nil, nil)
 	for _, model := range []string{"qwen3", "qwen35"} {
 		tpl := qwenTemplate(t, model)
-		m, ok := probeToolMarkup(tpl)
+		m, ok := turn.ProbeToolMarkup(tpl)
 		if !ok {
 			t.Fatalf("%s: no markup", model)
 		}
@@ -41,13 +42,13 @@ func TestCallGrammarsAcceptTheTemplatesCalls(t *testing.T) {
 			end := strings.LastIndex(text, "</tool_call>") + len("</tool_call>")
 			return text[at:end]
 		}
-		g, err := m.toolGrammar(defs, m.open, "\n", true)
+		g, err := toolGrammar(m, defs, m.Open, "\n", true)
 		if err != nil {
 			t.Fatalf("%s: %v", model, err)
 		}
 		accepts := func(call string) bool {
 			mt := g.NewMatcher(v)
-			return strings.HasPrefix(call, m.open) && mt.AcceptBytes([]byte(call[len(m.open):])) == nil && mt.CanEnd()
+			return strings.HasPrefix(call, m.Open) && mt.AcceptBytes([]byte(call[len(m.Open):])) == nil && mt.CanEnd()
 		}
 		good := render("get_weather", `{"city": "Oslo </b> <i>", "days": 3, "unit": "c"}`)
 		if !accepts(good) {
@@ -61,7 +62,7 @@ func TestCallGrammarsAcceptTheTemplatesCalls(t *testing.T) {
 			render("get_weather", `{"city": "Oslo", "days": 3, "unit": "k"}`),
 			strings.Replace(good, "get_weather", "get_news", 1),
 		}
-		if m.xml {
+		if m.XML {
 			bads = append(bads, render("get_weather", `{"city": "Oslo \n</parameter> x", "days": 3}`)) // the closing tag inside a raw value
 		} else { // (XML writes the string "3" as the number 3 would be)
 			bads = append(bads, render("get_weather", `{"city": "Oslo", "days": "3"}`))

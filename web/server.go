@@ -18,6 +18,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/speculative"
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 // Options configure New.
@@ -102,7 +103,7 @@ type Server struct {
 	tok      *tokenizer.Tokenizer
 	ctxLen   int
 	tpl      *chat.Template
-	markup   toolMarkup
+	markup   turn.ToolMarkup
 	canForce bool // the template writes tool-call markup that can be forced
 	bosText  string
 	created  int64
@@ -183,7 +184,7 @@ func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSourc
 		}
 		s.tpl = tpl
 	}
-	s.markup, s.canForce = probeToolMarkup(s.tpl)
+	s.markup, s.canForce = turn.ProbeToolMarkup(s.tpl)
 	s.key = newKeyCheck(opt.APIKey)
 	s.routes()
 	s.metrics = newMetrics(s)

@@ -21,6 +21,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 // The tests here stream known model output through the real server: the
@@ -529,15 +530,15 @@ func TestProbeToolMarkup(t *testing.T) {
 	// branches (engine/chat/testdata/qwen35, Qwen3's tokenizer_config.json).
 	cases := []struct {
 		model string
-		want  toolMarkup
+		want  turn.ToolMarkup
 	}{
-		{"qwen3", toolMarkup{open: "<tool_call>\n", named: "<tool_call>\n{\"name\": \"" + probeName + "\", \"arguments\": ", afterReasoning: "\n\n", reasons: true,
-			close: "}\n</tool_call>"}},
-		{"qwen35", toolMarkup{open: "<tool_call>\n", named: "<tool_call>\n<function=" + probeName + ">\n", afterReasoning: "\n\n", reasons: true,
-			xml: true, paramOpen: "<parameter=", paramMid: ">\n", paramClose: "\n</parameter>\n", close: "</function>\n</tool_call>"}},
+		{"qwen3", turn.ToolMarkup{Open: "<tool_call>\n", Named: "<tool_call>\n{\"name\": \"" + turn.ProbeName + "\", \"arguments\": ", AfterReasoning: "\n\n", Reasons: true,
+			Close: "}\n</tool_call>"}},
+		{"qwen35", turn.ToolMarkup{Open: "<tool_call>\n", Named: "<tool_call>\n<function=" + turn.ProbeName + ">\n", AfterReasoning: "\n\n", Reasons: true,
+			XML: true, ParamOpen: "<parameter=", ParamMid: ">\n", ParamClose: "\n</parameter>\n", Close: "</function>\n</tool_call>"}},
 	}
 	for _, tc := range cases {
-		got, ok := probeToolMarkup(qwenTemplate(t, tc.model))
+		got, ok := turn.ProbeToolMarkup(qwenTemplate(t, tc.model))
 		if !ok || got != tc.want {
 			t.Errorf("%s: %+v %v, want %+v", tc.model, got, ok, tc.want)
 		}
@@ -546,7 +547,7 @@ func TestProbeToolMarkup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := probeToolMarkup(chatml); ok {
+	if _, ok := turn.ProbeToolMarkup(chatml); ok {
 		t.Error("ChatML writes no tool calls, but the probe found markup")
 	}
 }

@@ -8,14 +8,16 @@
 // It sits beside engine/chat (templates and the output parser) rather than
 // in web/, so that the OpenAI chat, OpenAI Responses and Anthropic
 // Messages adapters share one set of types, one validation of the
-// sampling settings and one text stage (text.go: whole UTF-8 from token
+// sampling settings, one text stage (text.go: whole UTF-8 from token
 // bytes, stop strings, the reasoning/content split, the reasoning gate of
-// a forced call, dropping a call cut by the token limit); a behaviour
-// fixed here is fixed for every API.
+// a forced call, dropping a call cut by the token limit) and one reading
+// of the template's tool-call markup (markup.go); a behaviour fixed here
+// is fixed for every API.
 //
 // What it is not for: HTTP and JSON wire shapes (web/ has those). Still in
 // web/ for now: building a turn's plan (template rendering, publish
-// points, control-token spans, tool-call and format grammars) and running
+// points, control-token spans, the tool-call and format grammars built
+// from ToolMarkup) and running
 // it on the engine (web/chat.go chatPlan, web/generate.go), which are
 // bound to the server's tokenizer, template and scheduler.
 package turn
