@@ -500,7 +500,7 @@ func dotK(t DType, row []byte, act []q8KAct) float32 {
 	case Q4_K:
 		return dotQ4K(row, act)
 	case Q5_K:
-		return dotQ5K(row, act)
+		return dotQ5KRow(row, act)
 	case Q6_K:
 		return dotQ6K(row, act)
 	default: // IQ4_XS

@@ -150,3 +150,19 @@ func dotQ6KRow(row []byte, act []q8KAct) float32 {
 	}
 	return dotQ6K(row, act)
 }
+
+//go:noescape
+func q5kRowAVX2(row *byte, act *q8KAct, nb int, scratch *int16, out *float32)
+
+// dotQ5KRow is dotQ5K, through the AVX2 row kernel when there is one.
+func dotQ5KRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / q5KBytes
+	if useSIMD && nb > 0 {
+		_ = act[nb-1]
+		var scratch [8]int16
+		var out [9]float32
+		q5kRowAVX2(&row[0], &act[0], nb, &scratch[0], &out[0])
+		return (*laneAcc)(out[:8]).sum() + out[8]
+	}
+	return dotQ5K(row, act)
+}

@@ -616,3 +616,115 @@ q6krdone:
 	VMOVUPS Y12, (R8)
 	VZEROUPPER
 	RET
+
+// func q5kRowAVX2(row *byte, act *q8KAct, nb int, scratch *int16, out *float32)
+// A whole row of nb Q5_K blocks against one vector, in the arithmetic of
+// ggml_vec_dot_q5_K_q8_K (AVX2): per block the eight lanes (low nibble
+// plus the fifth bit from qh, times the activations, the sub-block scales
+// by VPMADDWD), lanes = fma(d_x*d_w, float(lanes), lanes), and summs =
+// fma(-d_x*dmin_w, float(mins . bsums), summs). out: the eight lanes, then
+// summs (the caller adds hsum_float_8(lanes) + summs).
+TEXT ·q5kRowAVX2(SB), NOSPLIT, $0-40
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVQ scratch+24(FP), DX
+	MOVQ out+32(FP), R8
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y12, Y12, Y12
+	VXORPS X13, X13, X13
+	TESTQ CX, CX
+	JEQ q5krdone
+
+#define Q5UNPACK(j, lo, hi) \
+	VMOVDQU (48+j*32)(SI), lo; \
+	VPSRLW $4, lo, hi; \
+	VPAND Y15, lo, lo; \
+	VPAND Y15, hi, hi; \
+	VPSRLW $(2*j), Y10, Y8; \
+	VPAND Y11, Y8, Y8; \
+	VPSLLW $4, Y8, Y8; \
+	VPOR Y8, lo, lo; \
+	VPSRLW $(2*j+1), Y10, Y8; \
+	VPAND Y11, Y8, Y8; \
+	VPSLLW $4, Y8, Y8; \
+	VPOR Y8, hi, hi
+
+q5krloop:
+	MOVL 4(SI), R10              // u0
+	MOVL 8(SI), R11              // u1
+	MOVL 12(SI), R12             // u2
+	MOVL R11, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	MOVL R12, AX
+	SHRL $4, AX
+	ANDL $0x0F0F0F0F, AX
+	ORL AX, R13                  // mins 4-7
+	MOVL R11, BX
+	ANDL $0x3F3F3F3F, BX         // mins 0-3
+	MOVL R10, AX
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ANDL $0x0F0F0F0F, R12
+	ORL AX, R12                  // scales 4-7
+	ANDL $0x3F3F3F3F, R10        // scales 0-3
+	VMOVD R10, X8
+	VPINSRD $1, R12, X8, X8
+	VPMOVZXBW X8, X8
+	VMOVDQU X8, (DX)
+	MOVL $0x01010101, AX
+	VMOVD AX, X11
+	VPBROADCASTD X11, Y11
+	VMOVDQU 16(SI), Y10          // qh
+	Q5UNPACK(0, Y0, Y1)
+	Q5UNPACK(1, Y2, Y3)
+	Q5UNPACK(2, Y4, Y5)
+	Q5UNPACK(3, Y6, Y7)
+	VPXOR Y14, Y14, Y14
+	DOTC(0, Y0)
+	DOTC(1, Y1)
+	DOTC(2, Y2)
+	DOTC(3, Y3)
+	DOTC(4, Y4)
+	DOTC(5, Y5)
+	DOTC(6, Y6)
+	DOTC(7, Y7)
+	VMOVD BX, X9
+	VPINSRD $1, R13, X9, X9
+	VPUNPCKLBW X9, X9, X9
+	VPMOVZXBW X9, Y11            // each min twice
+	VPMADDWD 256(DI), Y11, Y10
+	VEXTRACTI128 $1, Y10, X9
+	VPADDD X9, X10, X10
+	VPSHUFD $0x4E, X10, X9
+	VPADDD X9, X10, X10
+	VPSHUFD $0xB1, X10, X9
+	VPADDD X9, X10, X10
+	VCVTDQ2PS X10, X10           // float(mins . bsums)
+	MOVWLZX 2(SI), AX
+	VMOVD AX, X9
+	VCVTPH2PS X9, X9             // dmin_w
+	VMULSS 288(DI), X9, X9       // d_x*dmin_w
+	VFNMADD231SS X9, X10, X13    // summs -= (d_x*dmin_w)*sm, fused
+	VCVTDQ2PS Y14, Y14
+	MOVWLZX (SI), AX
+	VMOVD AX, X9
+	VCVTPH2PS X9, X9             // d_w
+	VMULSS 288(DI), X9, X9       // d_x*d_w
+	VBROADCASTSS X9, Y9
+	VFMADD231PS Y9, Y14, Y12
+	ADDQ $176, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q5krloop
+
+q5krdone:
+	VMOVUPS Y12, (R8)
+	VMOVSS X13, 32(R8)
+	VZEROUPPER
+	RET

@@ -197,3 +197,35 @@ func TestQ6KRowAVX2(t *testing.T) {
 		}
 	})
 }
+
+// TestQ5KRowAVX2: the Q5_K row kernel gives dotQ5K's bits on random blocks
+// (extreme scales included) and activations.
+func TestQ5KRowAVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
+		row := bytesGen(nb*q5KBytes).Draw(t, "row")
+		act := make([]q8KAct, nb)
+		for b := 0; b < nb; b++ {
+			for _, o := range []int{0, 2} {
+				h := uint16(rapid.OneOf(rapid.Uint16Range(0x0001, 0x03FF), rapid.Uint16Range(0x1000, 0x5BFF)).Draw(t, "d"))
+				row[b*q5KBytes+o], row[b*q5KBytes+o+1] = byte(h), byte(h>>8)
+			}
+			copy(act[b].q[:], actGen().Draw(t, "x"))
+			for k := range act[b].bsums {
+				s := 0
+				for _, x := range act[b].q[16*k : 16*k+16] {
+					s += int(x)
+				}
+				act[b].bsums[k] = int16(s)
+			}
+			act[b].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
+		}
+		got, want := dotQ5KRow(row, act), dotQ5K(row, act)
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("AVX2 %g, Go %g", got, want)
+		}
+	})
+}

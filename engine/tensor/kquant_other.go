@@ -27,3 +27,5 @@ func (j *mmJob) legacyRepackedRows(worker, lo, hi int) bool { return false }
 func dotQ4KRepackedRow(row []byte, act []q8KAct) float32 { return dotQ4KRepacked(row, act) }
 
 func dotQ6KRow(row []byte, act []q8KAct) float32 { return dotQ6K(row, act) }
+
+func dotQ5KRow(row []byte, act []q8KAct) float32 { return dotQ5K(row, act) }
