@@ -181,7 +181,7 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 	// The sampler's settings are validated where every API's are (engine/turn).
 	smp, seeded, err := turn.Sampling{Temperature: f.Temperature, TopP: f.TopP, TopK: f.TopK, Seed: f.Seed}.Params()
 	if err != nil {
-		return p, samplingError(err)
+		return p, fieldError(err)
 	}
 	p.Sample, p.SeedGiven = smp, seeded
 	if f.IgnoreEOS != nil {
@@ -215,8 +215,8 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 	return p, nil
 }
 
-// samplingError is a 400 naming the sampling field out of range.
-func samplingError(err error) error {
+// fieldError is the 400 of a turn.FieldError, naming its field.
+func fieldError(err error) error {
 	var fe *turn.FieldError
 	if errors.As(err, &fe) {
 		return badRequest(fe.Field, "%s", fe.Message)
@@ -428,8 +428,8 @@ func decodeChatFields(body []byte, fields map[string]json.RawMessage, p *chatPar
 	if err := chat.Validate(p.Chat); err != nil {
 		return badRequest(paramOf(err.Error()), "%v", err)
 	}
-	if err := checkTurnOrder(p.Chat); err != nil {
-		return err
+	if err := turn.CheckTurnOrder(p.Chat); err != nil {
+		return fieldError(err)
 	}
 	if raw, ok := fields["parallel_tool_calls"]; ok && !isNull(raw) {
 		if err := json.Unmarshal(raw, &p.ParallelToolCalls); err != nil {

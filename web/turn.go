@@ -21,7 +21,7 @@ import (
 func (s *Server) turnParams(model string, stream bool, t *turn.Request) (*chatParams, error) {
 	smp, seeded, err := t.Sampling.Params()
 	if err != nil {
-		return nil, samplingError(err)
+		return nil, fieldError(err)
 	}
 	if len(t.Stop) > maxStopStrings {
 		return nil, badRequest("stop", "at most %d stop strings are accepted, got %d", maxStopStrings, len(t.Stop))
@@ -62,8 +62,8 @@ func (s *Server) turnParams(model string, stream bool, t *turn.Request) (*chatPa
 	if err := chat.Validate(p.Chat); err != nil {
 		return nil, badRequest(paramOf(err.Error()), "%v", err)
 	}
-	if err := checkTurnOrder(p.Chat); err != nil {
-		return nil, err
+	if err := turn.CheckTurnOrder(p.Chat); err != nil {
+		return nil, fieldError(err)
 	}
 	switch t.ToolChoice.Mode {
 	case turn.ToolNone:
