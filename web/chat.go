@@ -381,7 +381,9 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 		plan.split = chat.NewParser(p.Chat.Tools, chat.ParserOptions{StartInReasoning: reasoningOpen, IDPrefix: idPrefix + randomHex(4) + "_"})
 		plan.callOpen = "<tool_call>"
 	} else {
-		plan.split = turn.NewReasoningSplitter(reasoningOpen)
+		// No tools offered: the reasoning is split off, call markup stays
+		// content, verbatim.
+		plan.split = chat.NewParser(nil, chat.ParserOptions{StartInReasoning: reasoningOpen, NoCalls: true})
 	}
 	switch p.ToolChoice {
 	case toolNone:

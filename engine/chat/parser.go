@@ -33,6 +33,9 @@ type ParserOptions struct {
 	// "call_" when empty. Give each response its own prefix where ids must be
 	// unique across a conversation.
 	IDPrefix string
+	// NoCalls reads no tool calls: call markup is content, verbatim (a
+	// request that offers no tools). Only reasoning is split off.
+	NoCalls bool
 }
 
 // ReasoningOpen reports whether a rendered prompt ends inside an open
@@ -262,7 +265,11 @@ func (p *Parser) run(final bool) {
 		case modeReasoning:
 			progressed = p.stepText(final, thinkClose, &p.reasoning, kindReasoning)
 		case modeContent:
-			progressed = p.stepText(final, toolCallOpen, &p.content, kindContent)
+			marker := toolCallOpen
+			if p.opts.NoCalls {
+				marker = ""
+			}
+			progressed = p.stepText(final, marker, &p.content, kindContent)
 		case modeCall:
 			progressed = p.stepCall(final)
 		}
@@ -287,10 +294,10 @@ func (p *Parser) stepStart(final bool) bool {
 	return true
 }
 
-// stepText passes text through on channel ch until marker, holding back a
-// tail that may be the start of the marker.
+// stepText passes text through on channel ch until marker (none when ""),
+// holding back a tail that may be the start of the marker.
 func (p *Parser) stepText(final bool, marker string, ch *textChannel, kind deltaKind) bool {
-	if i := strings.Index(p.buf, marker); i >= 0 {
+	if i := strings.Index(p.buf, marker); marker != "" && i >= 0 {
 		p.emitText(ch, kind, p.buf[:i])
 		p.buf = p.buf[i+len(marker):]
 		if kind == kindReasoning {
@@ -306,7 +313,7 @@ func (p *Parser) stepText(final bool, marker string, ch *textChannel, kind delta
 		return true
 	}
 	keep := 0
-	if !final {
+	if !final && marker != "" {
 		keep = partialSuffix(p.buf, marker)
 	}
 	p.emitText(ch, kind, p.buf[:len(p.buf)-keep])

@@ -2,8 +2,9 @@ package turn
 
 // The text stage of a turn: each output token's bytes become whole UTF-8
 // text, cut at stop strings, and a Splitter turns the text into reasoning,
-// content and tool-call deltas (engine/chat's Parser when the output is
-// parsed for tool calls, ReasoningSplitter or PlainText otherwise).
+// content and tool-call deltas: engine/chat's Parser (with NoCalls when no
+// tools are offered: one <think> splitting for every request), or
+// PlainText for text completions.
 
 import (
 	"bytes"
@@ -12,8 +13,7 @@ import (
 )
 
 // Splitter turns generated text, in pieces, into deltas: engine/chat's
-// Parser (content, reasoning, tool calls), ReasoningSplitter (content and
-// reasoning) or PlainText.
+// Parser (content, reasoning and, unless NoCalls, tool calls) or PlainText.
 type Splitter interface {
 	Push(text string) []Delta
 	Finish() []Delta
@@ -186,137 +186,6 @@ const (
 	ThinkOpen  = "<think>"
 	ThinkClose = "</think>"
 )
-
-// ReasoningSplitter separates <think> reasoning from content for chat
-// requests whose output is not parsed for tool calls (no tools offered):
-// any tool-call markup stays in the content, verbatim. Content keeps its
-// whitespace exactly as generated, at both ends. What goes is the
-// whitespace of the reasoning markup alone: before "<think>", at both ends
-// of the reasoning, and the line breaks right after "</think>". The Qwen
-// templates write "<think>\n" REASONING "\n</think>\n\n" CONTENT, and
-// Qwen3's strips exactly that when it renders the turn back
-// (reasoning_content.strip('\n'), content.lstrip('\n')); llama.cpp strips
-// the reasoning likewise (vLLM keeps it all, "\n\n" starting the content).
-type ReasoningSplitter struct {
-	mode      uint8 // splitStart, splitReasoning, splitContent
-	buf       string
-	reasoning trimmedText
-	// afterThink: the content follows "</think>", and its leading line
-	// breaks are the markup's.
-	afterThink bool
-	out        []Delta
-}
-
-const (
-	splitStart uint8 = iota
-	splitReasoning
-	splitContent
-)
-
-func NewReasoningSplitter(startInReasoning bool) *ReasoningSplitter {
-	s := &ReasoningSplitter{}
-	if startInReasoning {
-		s.mode = splitReasoning
-	}
-	return s
-}
-
-func (s *ReasoningSplitter) Push(text string) []Delta {
-	s.buf += text
-	s.run(false)
-	return s.take()
-}
-
-func (s *ReasoningSplitter) Finish() []Delta {
-	s.run(true)
-	return s.take()
-}
-
-func (s *ReasoningSplitter) take() []Delta {
-	out := s.out
-	s.out = nil
-	return out
-}
-
-func (s *ReasoningSplitter) run(final bool) {
-	for {
-		switch s.mode {
-		case splitStart:
-			t := strings.TrimLeft(s.buf, " \t\r\n")
-			switch {
-			case strings.HasPrefix(t, ThinkOpen):
-				s.buf = t[len(ThinkOpen):]
-				s.mode = splitReasoning
-				continue
-			case !final && strings.HasPrefix(ThinkOpen, t):
-				return // "" or the start of "<think>": wait
-			}
-			s.mode = splitContent // s.buf keeps its leading whitespace
-		case splitReasoning:
-			if i := strings.Index(s.buf, ThinkClose); i >= 0 {
-				s.emitReasoning(s.buf[:i], true)
-				s.buf = s.buf[i+len(ThinkClose):]
-				s.mode = splitContent
-				s.afterThink = true
-				continue
-			}
-			keep := 0
-			if !final {
-				keep = partialSuffix(s.buf, ThinkClose)
-			}
-			s.emitReasoning(s.buf[:len(s.buf)-keep], final)
-			s.buf = s.buf[len(s.buf)-keep:]
-			return
-		case splitContent:
-			text := s.buf
-			s.buf = ""
-			if s.afterThink {
-				if text = strings.TrimLeft(text, "\r\n"); text == "" {
-					return
-				}
-				s.afterThink = false
-			}
-			if text != "" {
-				s.out = append(s.out, Delta{Content: text})
-			}
-			return
-		}
-	}
-}
-
-func (s *ReasoningSplitter) emitReasoning(text string, end bool) {
-	if out := s.reasoning.push(text, end); out != "" {
-		s.out = append(s.out, Delta{Reasoning: out})
-	}
-}
-
-// trimmedText drops a stream's leading whitespace and holds back trailing
-// whitespace until more text follows it (dropping it at the end).
-type trimmedText struct {
-	started bool
-	ws      string
-}
-
-func (t *trimmedText) push(s string, end bool) string {
-	if !t.started {
-		s = strings.TrimLeft(s, " \t\r\n")
-		if s != "" {
-			t.started = true
-		}
-	}
-	body := strings.TrimRight(s, " \t\r\n")
-	var out string
-	if body == "" {
-		t.ws += s
-	} else {
-		out = t.ws + body
-		t.ws = s[len(body):]
-	}
-	if end {
-		t.ws = ""
-	}
-	return out
-}
 
 // Matched is the stop string that ended the text; nil when none did.
 func (d *TextDecoder) Matched() *Stop { return d.stops.matched }

@@ -94,7 +94,8 @@ func TestTextDecoderProperty(t *testing.T) {
 	})
 }
 
-// splitReference is the reasoning splitter's definition on a whole text:
+// splitReference is the reasoning split's definition on a whole text
+// (engine/chat's Parser with NoCalls, used when no tools are offered):
 // reasoning is the <think> block at the start (or, open, the text up to
 // </think>), whitespace-trimmed; content is the rest, as generated, less
 // the line breaks the template writes after </think>.
@@ -114,18 +115,16 @@ func splitReference(text string, open bool) (content, reasoning string) {
 	return strings.TrimLeft(c, "\r\n"), strings.Trim(r, ws)
 }
 
-// TestReasoningSplitterProperty: for every split of the output, the
-// splitter used when no tools are offered gives splitReference's content
-// and reasoning, and engine/chat's parser (used with tools) the same.
-func TestReasoningSplitterProperty(t *testing.T) {
-	frags := []string{"<think>", "</think>", "<thi", "nk>", "</th", " ", "\n", "\n\n", "\t", "abc", "é", "日本", "<", ">", "tool", "x"}
+// TestReasoningSplitProperty: for every split of the output, the parser
+// used when no tools are offered (NoCalls) gives splitReference's content
+// and reasoning, call markup kept verbatim, and the parser reading calls
+// the same on text without call markup.
+func TestReasoningSplitProperty(t *testing.T) {
+	frags := []string{"<think>", "</think>", "<thi", "nk>", "</th", " ", "\n", "\n\n", "\t", "abc", "é", "日本", "<", ">", "tool", "x", "<tool_call>", "</tool_call>"}
 	rapid.Check(t, func(t *rapid.T) {
 		text := drawText(t, "text", frags)
-		if strings.Contains(text, "<tool_call>") {
-			t.Skip("tool-call markup is parsed only when tools are offered")
-		}
 		open := rapid.Bool().Draw(t, "startInReasoning")
-		s := NewReasoningSplitter(open)
+		s := chat.NewParser(nil, chat.ParserOptions{StartInReasoning: open, NoCalls: true})
 		var deltas []chat.Delta
 		for _, piece := range splitBytes(text, drawCuts(t, len(text))) {
 			deltas = append(deltas, s.Push(string(piece))...)
@@ -139,20 +138,23 @@ func TestReasoningSplitterProperty(t *testing.T) {
 		if got.Content.Text != wc || gr != wr {
 			t.Fatalf("text %q open %v: content %q reasoning %q, want %q %q", text, open, got.Content.Text, gr, wc, wr)
 		}
+		if strings.Contains(text, "<tool_call>") {
+			return // the parser reading calls would take it as one
+		}
 		parsed := chat.ParseOutput(text, nil, chat.ParserOptions{StartInReasoning: open})
 		pr := ""
 		if parsed.ReasoningContent != nil {
 			pr = *parsed.ReasoningContent
 		}
 		if pr != gr || parsed.Content.Text != got.Content.Text {
-			t.Fatalf("text %q open %v: parser %q %q, splitter %q %q", text, open, parsed.Content.Text, pr, got.Content.Text, gr)
+			t.Fatalf("text %q open %v: parser reading calls %q %q, without %q %q", text, open, parsed.Content.Text, pr, got.Content.Text, gr)
 		}
 	})
 }
 
-// TestReasoningSplitterWhitespace: content keeps its whitespace; only the
+// TestReasoningSplitWhitespace: content keeps its whitespace; only the
 // reasoning markup's goes.
-func TestReasoningSplitterWhitespace(t *testing.T) {
+func TestReasoningSplitWhitespace(t *testing.T) {
 	cases := []struct {
 		text               string
 		open               bool
@@ -168,7 +170,7 @@ func TestReasoningSplitterWhitespace(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, step := range []int{1, 3, len(tc.text)} {
-			s := NewReasoningSplitter(tc.open)
+			s := chat.NewParser(nil, chat.ParserOptions{StartInReasoning: tc.open, NoCalls: true})
 			var deltas []chat.Delta
 			for i := 0; i < len(tc.text); i += step {
 				deltas = append(deltas, s.Push(tc.text[i:min(i+step, len(tc.text))])...)
