@@ -549,6 +549,15 @@ q4krdone:
 	MOVSS X12, ret+32(FP)
 	RET
 
+// DOT6R(c, w): DOT6 with chunk c's scale vector made in registers from the
+// block's scales (X8) by ggml's get_scale_shuffle mask c.
+#define DOT6R(c, w) \
+	VPSHUFB (c*16)(R11), X8, X10; \
+	VPMOVSXBW X10, Y10; \
+	VPMADDUBSW (c*32)(DI), w, Y9; \
+	VPMADDWD Y10, Y9, Y9; \
+	VPADDD Y9, Y14, Y14
+
 // func q6kRowAVX2(row *byte, act *q8KAct, nb int, scratch *int16, shuf *byte, acc *float32)
 // A whole row of nb Q6_K blocks against one vector (decode): the steps of
 // q6kStepAVX2 block after block, the eight lanes kept in Y12 and stored to
@@ -561,24 +570,12 @@ TEXT ·q6kRowAVX2(SB), NOSPLIT, $0-48
 	MOVQ shuf+32(FP), R11
 	MOVQ acc+40(FP), R8
 	VXORPS Y12, Y12, Y12
-	LEAQ 256(DX), R10
 	TESTQ CX, CX
 	JEQ q6krdone
 
 q6krloop:
 	MOVQ R12, SI                 // ql
 	LEAQ 128(R12), BX            // qh
-	VMOVDQU 192(R12), X8         // the 16 scales
-	VPMOVSXBW X8, Y9
-	VMOVDQU Y9, (R10)
-	SCV(0)
-	SCV(1)
-	SCV(2)
-	SCV(3)
-	SCV(4)
-	SCV(5)
-	SCV(6)
-	SCV(7)
 	MOVL $0x0F0F0F0F, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
@@ -587,17 +584,19 @@ q6krloop:
 	VPBROADCASTD X13, Y13
 	Q6UR(0, Y0, Y1, Y2, Y3)
 	Q6UR(1, Y4, Y5, Y6, Y7)
+	VMOVDQU 192(R12), X8         // the 16 scales
+	VPMOVSXBW X8, Y11            // widened, for the offset's correction
 	VPXOR Y14, Y14, Y14
-	DOT6(0, Y0)
-	DOT6(1, Y1)
-	DOT6(2, Y2)
-	DOT6(3, Y3)
-	DOT6(4, Y4)
-	DOT6(5, Y5)
-	DOT6(6, Y6)
-	DOT6(7, Y7)
+	DOT6R(0, Y0)
+	DOT6R(1, Y1)
+	DOT6R(2, Y2)
+	DOT6R(3, Y3)
+	DOT6R(4, Y4)
+	DOT6R(5, Y5)
+	DOT6R(6, Y6)
+	DOT6R(7, Y7)
 	VMOVDQU 256(DI), Y10
-	VPMADDWD (R10), Y10, Y10
+	VPMADDWD Y11, Y10, Y10
 	VPSLLD $5, Y10, Y10
 	VPSUBD Y10, Y14, Y14
 	VCVTDQ2PS Y14, Y14
