@@ -1,8 +1,12 @@
 // Package web is edgellmd's HTTP face: an OpenAI-compatible API
 // (/v1/models, /v1/chat/completions, /v1/completions, with server-sent
 // events when streamed; also without the /v1 prefix, as llama-server
-// answers) and llama.cpp server's extras (/health, /tokenize, /detokenize,
-// /apply-template), on a gorilla/mux router.
+// answers), OpenAI's Responses API (/v1/responses: Codex, responses.go),
+// Anthropic's Messages API (/v1/messages, /v1/messages/count_tokens:
+// Claude Code, anthropic.go) and llama.cpp server's extras (/health,
+// /tokenize, /detokenize, /apply-template), on a gorilla/mux router. The
+// Responses and Messages adapters map their JSON to engine/turn's request
+// and back (turn.go); docs/agents.md says what each agent sends.
 //
 //	srv, err := web.New(web.Options{Scheduler: sched, ModelName: "qwen3.6-27b", Log: log})
 //	httpServer := &http.Server{Addr: "127.0.0.1:8001", Handler: srv}
@@ -11,7 +15,8 @@
 // model's chat template (engine/chat) → tokenize → engine.Scheduler.Submit,
 // which runs it on the one engine worker behind a bounded queue → each
 // token's bytes are joined into whole UTF-8 characters, cut at stop
-// strings, and split by engine/chat's incremental parser into content,
+// strings (engine/turn's TextDecoder), and split by engine/chat's
+// incremental parser into content,
 // reasoning and tool-call deltas → SSE chunks (or one JSON response).
 // The text work runs inside the engine's emit callback, so a stop string
 // ends the generation at the token that completes it; writing to the
