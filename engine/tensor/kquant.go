@@ -504,7 +504,7 @@ func dotK(t DType, row []byte, act []q8KAct) float32 {
 	case Q6_K:
 		return dotQ6K(row, act)
 	default: // IQ4_XS
-		return dotIQ4XS(row, act)
+		return dotIQ4XSRow(row, act)
 	}
 }
 

@@ -166,3 +166,19 @@ func dotQ5KRow(row []byte, act []q8KAct) float32 {
 	}
 	return dotQ5K(row, act)
 }
+
+//go:noescape
+func iq4xsRowAVX2(row *byte, act *q8KAct, nb int, scratch *int16, lut *int8, acc *float32)
+
+// dotIQ4XSRow is dotIQ4XS, through the AVX2 row kernel when there is one.
+func dotIQ4XSRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / iq4XSBytes
+	if useSIMD && nb > 0 {
+		_ = act[nb-1]
+		var scratch [8]int16
+		var acc laneAcc
+		iq4xsRowAVX2(&row[0], &act[0], nb, &scratch[0], &kvaluesIQ4NL[0], &acc[0])
+		return acc.sum()
+	}
+	return dotIQ4XS(row, act)
+}

@@ -727,3 +727,87 @@ q5krdone:
 	VMOVSS X13, 32(R8)
 	VZEROUPPER
 	RET
+
+// func iq4xsRowAVX2(row *byte, act *q8KAct, nb int, scratch *int16, lut *int8, acc *float32)
+// A whole row of nb IQ4_XS blocks (136 bytes: F16 d, u16 scales_h, 4
+// scales_l, 128 nibble bytes) against one vector, in the arithmetic of
+// ggml_vec_dot_iq4_xs_q8_K (AVX2): per block the eight lanes (levels
+// kvalues_iq4nl[nibble] times the activations, by the sign trick; each
+// 32-value sub-block's 6-bit scale less 32 by VPMADDWD), then lanes =
+// fma(d_w*d_x, float(lanes), lanes). acc receives the eight lanes (the
+// caller adds them as hsum_float_8 does).
+TEXT ·iq4xsRowAVX2(SB), NOSPLIT, $0-48
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVQ scratch+24(FP), DX
+	MOVQ lut+32(FP), R11
+	MOVQ acc+40(FP), R8
+	VBROADCASTI128 (R11), Y13
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VXORPS Y12, Y12, Y12
+	TESTQ CX, CX
+	JEQ iq4rdone
+
+iq4rloop:
+	// the eight scales: ((scales_l[ib/2] >> 4*(ib%2)) & 15) | ((scales_h >> 2*ib) & 3) << 4, less 32
+	MOVWLZX 2(SI), BX            // scales_h
+	MOVL 4(SI), R10              // scales_l (4 bytes)
+	XORQ R12, R12
+iq4sc:
+	MOVL R10, AX
+	ANDL $15, AX
+	MOVL BX, R13
+	ANDL $3, R13
+	SHLL $4, R13
+	ORL R13, AX
+	SUBL $32, AX
+	MOVW AX, (DX)(R12*2)
+	SHRL $4, R10
+	SHRL $2, BX
+	INCQ R12
+	CMPQ R12, $8
+	JLT iq4sc
+	VPXOR Y14, Y14, Y14
+
+#define IQ4C(c) \
+	VMOVDQU (8+c*16)(SI), X2; \
+	VPSRLW $4, X2, X3; \
+	VPAND X15, X2, X2; \
+	VPAND X15, X3, X3; \
+	VINSERTI128 $1, X3, Y2, Y2; \
+	VPSHUFB Y2, Y13, Y2; \
+	VMOVDQU (c*32)(DI), Y4; \
+	VPSIGNB Y2, Y2, Y5; \
+	VPSIGNB Y2, Y4, Y6; \
+	VPMADDUBSW Y6, Y5, Y5; \
+	VPBROADCASTW (c*2)(DX), Y8; \
+	VPMADDWD Y8, Y5, Y5; \
+	VPADDD Y5, Y14, Y14
+
+	IQ4C(0)
+	IQ4C(1)
+	IQ4C(2)
+	IQ4C(3)
+	IQ4C(4)
+	IQ4C(5)
+	IQ4C(6)
+	IQ4C(7)
+	VCVTDQ2PS Y14, Y14
+	MOVWLZX (SI), AX
+	VMOVD AX, X9
+	VCVTPH2PS X9, X9             // d_w
+	VMULSS 288(DI), X9, X9       // d_w*d_x
+	VBROADCASTSS X9, Y9
+	VFMADD231PS Y9, Y14, Y12
+	ADDQ $136, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ iq4rloop
+
+iq4rdone:
+	VMOVUPS Y12, (R8)
+	VZEROUPPER
+	RET

@@ -229,3 +229,26 @@ func TestQ5KRowAVX2(t *testing.T) {
 		}
 	})
 }
+
+// TestIQ4XSRowAVX2: the IQ4_XS row kernel gives dotIQ4XS's bits on random
+// blocks (extreme scales included) and activations.
+func TestIQ4XSRowAVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
+		row := bytesGen(nb*iq4XSBytes).Draw(t, "row")
+		act := make([]q8KAct, nb)
+		for b := 0; b < nb; b++ {
+			h := uint16(rapid.OneOf(rapid.Uint16Range(0x0001, 0x03FF), rapid.Uint16Range(0x1000, 0x5BFF)).Draw(t, "d"))
+			row[b*iq4XSBytes], row[b*iq4XSBytes+1] = byte(h), byte(h>>8)
+			copy(act[b].q[:], actGen().Draw(t, "x"))
+			act[b].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
+		}
+		got, want := dotIQ4XSRow(row, act), dotIQ4XS(row, act)
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("AVX2 %g, Go %g", got, want)
+		}
+	})
+}

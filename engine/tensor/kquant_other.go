@@ -29,3 +29,5 @@ func dotQ4KRepackedRow(row []byte, act []q8KAct) float32 { return dotQ4KRepacked
 func dotQ6KRow(row []byte, act []q8KAct) float32 { return dotQ6K(row, act) }
 
 func dotQ5KRow(row []byte, act []q8KAct) float32 { return dotQ5K(row, act) }
+
+func dotIQ4XSRow(row []byte, act []q8KAct) float32 { return dotIQ4XS(row, act) }
