@@ -15,6 +15,15 @@
 //     activations; nvfp4.go) and W4A4 (activations quantized to NVFP4 at
 //     run time with the weight's input scale, Matrix.InputScale, or one
 //     per vector, and exact E2M1 x E2M1 integer products; nvfp4a4.go);
+//   - llama.cpp's legacy and K-quant block types (Q4_0, Q4_1, Q5_0, Q5_1,
+//     IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS): decoders as ggml's, and
+//     products with activations quantized as ggml-cpu does for each (Q8_0,
+//     Q8_1, Q8_K), in the order of its AVX2 kernels, including the
+//     arithmetic of the matrices it repacks (kquant.go, kquant_dot.go; AVX2
+//     kernels for Q4_0/IQ4_NL repacked, Q4_K, Q5_K, Q6_K and IQ4_XS in
+//     kquant_amd64.s, each with its Go twin). CPUSupports (support.go) is
+//     the list of types the engine runs; every other ggml type parses and
+//     is refused at load;
 //   - Matrix, a weight matrix in ggml's layout, usually a slice of a mapped
 //     GGUF file, and RowTo for embedding lookups;
 //   - Pool, a fixed set of worker goroutines, with MatVec and MatMul, the
@@ -84,6 +93,9 @@
 // gemm_amd64_test.go checks. Attention and the Gated DeltaNet step have their own kernels
 // (attn_kernels.go with the twins, attn_amd64.s), exported for engine/model;
 // SiLU runs ggml_v_silu's blocks of eight there too.
+//
+// A panic in a loop's function on a Pool helper goroutine is carried to the
+// caller of the loop (HelperPanic), where the engine contains it.
 //
 // What is not here: file formats (engine/gguf), model structure
 // (engine/model), or any state that outlives a call, apart from the scratch
