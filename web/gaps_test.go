@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/rs/zerolog"
 
@@ -261,5 +262,31 @@ func TestRefusedConnectionsLoggedAndCounted(t *testing.T) {
 	resp, body := fetch(t, http.MethodGet, ts.URL+"/metrics")
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `edgellmd_connections_refused_total{model_name="test-model"} 1`) {
 		t.Errorf("/metrics: %d, no refused connection counted", resp.StatusCode)
+	}
+}
+
+// Gap 2 in Qwen3.5's XML call form: a forced call whose parameter the token
+// limit cuts leaves no "<parameter=" markup in the content, streamed or not.
+func TestCutXMLCallLeavesNoMarkup(t *testing.T) {
+	ts := qwen35Server(t, 4, Options{Template: qwenTemplate(t, "qwen35")})
+	c := ts.client()
+	var params map[string]any
+	json.Unmarshal([]byte(`{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`), &params)
+	for _, maxTokens := range []int64{12, 30} {
+		p := userChat("Weather in Oslo?")
+		p.Tools = []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather", Parameters: params})}
+		p.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "get_weather"})
+		p.MaxTokens = openai.Int(maxTokens)
+		p.Temperature = openai.Float(0)
+		got, err := c.Chat.Completions.New(context.Background(), p, option.WithJSONSet("chat_template_kwargs", map[string]any{"enable_thinking": false}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		content, _ := streamChatContent(t, c, p, option.WithJSONSet("chat_template_kwargs", map[string]any{"enable_thinking": false}))
+		for _, text := range []string{got.Choices[0].Message.Content, content} {
+			if strings.Contains(text, "<parameter") || strings.Contains(text, "<function") || strings.Contains(text, "<tool_call>") {
+				t.Errorf("max_tokens %d: content %q holds call markup (finish %s)", maxTokens, text, got.Choices[0].FinishReason)
+			}
+		}
 	}
 }

@@ -44,11 +44,11 @@ type genPlan struct {
 	// grammar) follows "</think>" + afterReasoning; the constraint holds
 	// from there.
 	force string
-	// callOpen starts a tool call in the output ("<tool_call>") when the
-	// output is parsed for calls: a call cut by the token limit before it
-	// could be parsed is dropped from the text (endText).
-	callOpen  string
-	mayReason bool
+	// callMarkers start a tool call ("<tool_call>") and its parts (an
+	// XML parameter) when the output is parsed for calls: the text of a
+	// call cut by the token limit is dropped (endText).
+	callMarkers []string
+	mayReason   bool
 	// reasoningBudget bounds the reasoning (Anthropic's thinking
 	// budget_tokens): past it the reasoning is closed for the model.
 	reasoningBudget int
@@ -234,10 +234,10 @@ func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.D
 // as far as it got, with finish reason "length".
 func (plan *genPlan) endText(dec *turn.TextDecoder, finish string) []chat.Delta {
 	ds := dec.Finish()
-	if finish != "length" || plan.callOpen == "" {
+	if finish != "length" || len(plan.callMarkers) == 0 {
 		return ds
 	}
-	return turn.DropCutCall(ds, plan.callOpen)
+	return turn.DropCutCall(ds, plan.callMarkers...)
 }
 
 // request is the engine request of plan, without its constraint.

@@ -242,16 +242,24 @@ func (g *ReasoningGate) Push(piece []byte) (pass []byte, stop bool) {
 	return piece, false
 }
 
-// DropCutCall removes the content of deltas from the first open (or from a start of
-// open at its very end) on.
-func DropCutCall(ds []Delta, open string) []Delta {
+// DropCutCall removes the content of deltas from the first of markers (or
+// from a start of one at its very end) on: the text of a tool call the
+// token limit cut, which the parser gives back as content (the call's
+// opening before its name was read, or an XML call's unfinished
+// parameter).
+func DropCutCall(ds []Delta, markers ...string) []Delta {
 	out := ds[:0:0]
 	for i, d := range ds {
 		if d.Content != "" {
-			j := strings.Index(d.Content, open)
-			if j < 0 && i == len(ds)-1 {
-				if n := partialSuffix(d.Content, open); n > 0 {
-					j = len(d.Content) - n
+			j := -1
+			for _, m := range markers {
+				if k := strings.Index(d.Content, m); k >= 0 && (j < 0 || k < j) {
+					j = k
+				}
+				if i == len(ds)-1 {
+					if n := partialSuffix(d.Content, m); n > 0 && (j < 0 || len(d.Content)-n < j) {
+						j = len(d.Content) - n
+					}
 				}
 			}
 			if j >= 0 {
