@@ -379,7 +379,7 @@ func (s *Server) chatPlan(p *chatParams) (*genPlan, error) {
 			idPrefix = "call_"
 		}
 		plan.split = chat.NewParser(p.Chat.Tools, chat.ParserOptions{StartInReasoning: reasoningOpen, IDPrefix: idPrefix + randomHex(4) + "_"})
-		plan.callMarkers = []string{"<tool_call>"}
+		plan.callMarkers = []string{"<tool_call>", "</tool_call>"}
 		if s.markup.XML {
 			plan.callMarkers = append(plan.callMarkers, strings.TrimSpace(s.markup.ParamOpen))
 		}

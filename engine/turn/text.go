@@ -245,8 +245,8 @@ func (g *ReasoningGate) Push(piece []byte) (pass []byte, stop bool) {
 // DropCutCall removes the content of deltas from the first of markers (or
 // from a start of one at its very end) on: the text of a tool call the
 // token limit cut, which the parser gives back as content (the call's
-// opening before its name was read, or an XML call's unfinished
-// parameter).
+// opening before its name was read, an XML call's unfinished parameter,
+// a closing tag cut short).
 func DropCutCall(ds []Delta, markers ...string) []Delta {
 	out := ds[:0:0]
 	for i, d := range ds {

@@ -21,7 +21,7 @@ const results = [];
 
 async function messages() {
   const params = {
-    model: MODEL, max_tokens: 40, temperature: 0, thinking: { type: "disabled" },
+    model: MODEL, max_tokens: 160, temperature: 0, thinking: { type: "disabled" },
     messages: [{ role: "user", content: "Weather in Oslo?" }],
     tools: [{ name: "get_weather", description: "The weather in a city", input_schema: schema }],
     tool_choice: { type: "tool", name: "get_weather" },
@@ -51,7 +51,7 @@ async function messages() {
 
 async function responses() {
   const params = {
-    model: MODEL, max_output_tokens: 40, temperature: 0, reasoning: { effort: "none" }, input: "Weather in Oslo?",
+    model: MODEL, max_output_tokens: 160, temperature: 0, reasoning: { effort: "none" }, input: "Weather in Oslo?",
     tools: [{ type: "function", name: "get_weather", description: "The weather in a city", parameters: schema, strict: false }],
     tool_choice: { type: "function", name: "get_weather" },
   };
