@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/anthropics/anthropic-sdk-go"
-	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/rs/zerolog"
 
 	"github.com/edgellmd/edgellmd/engine"
@@ -46,9 +46,9 @@ func TestAnthropicTextMatchesEngine(t *testing.T) {
 	ts := qwen35Server(t, 4, Options{})
 	c := ts.anthropic()
 	msg, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{
-		Model: "test-model", MaxTokens: 12, Temperature: anthropic.Float(0),
+		Model: "test-model", MaxTokens: 12,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Write a Go function."))},
-	})
+	}, temperature(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,9 +87,9 @@ func TestAnthropicTextMatchesEngine(t *testing.T) {
 	}
 	stop := string(runes[len(runes)/2 : len(runes)/2+2])
 	cut, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{
-		Model: "test-model", MaxTokens: 12, Temperature: anthropic.Float(0), StopSequences: []string{stop},
+		Model: "test-model", MaxTokens: 12, StopSequences: []string{stop},
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Write a Go function."))},
-	})
+	}, temperature(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestAnthropicStreamEqualsWhole(t *testing.T) {
 	c := ts.anthropic()
 	for _, forced := range []bool{false, true} {
 		p := anthropic.MessageNewParams{
-			Model: "test-model", MaxTokens: 60, Temperature: anthropic.Float(0),
+			Model: "test-model", MaxTokens: 60,
 			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo?"))},
 		}
 		if forced {
@@ -157,11 +157,11 @@ func TestAnthropicStreamEqualsWhole(t *testing.T) {
 			p.ToolChoice = anthropic.ToolChoiceParamOfTool("get_weather")
 			p.Thinking = anthropic.ThinkingConfigParamUnion{OfDisabled: &anthropic.ThinkingConfigDisabledParam{}}
 		}
-		whole, err := c.Messages.New(context.Background(), p)
+		whole, err := c.Messages.New(context.Background(), p, temperature(0))
 		if err != nil {
 			t.Fatal(err)
 		}
-		stream := c.Messages.NewStreaming(context.Background(), p)
+		stream := c.Messages.NewStreaming(context.Background(), p, temperature(0))
 		var acc anthropic.Message
 		var names []string
 		for stream.Next() {
@@ -202,10 +202,11 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	c := ts.anthropic()
 	judge := compileSchema(t, anthWeatherSchema)
 	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo?"))}
-	p := anthropic.MessageNewParams{Model: "test-model", MaxTokens: 300, Temperature: anthropic.Float(0.8), TopK: anthropic.Int(40),
+	p := anthropic.MessageNewParams{Model: "test-model", MaxTokens: 300,
 		System: []anthropic.TextBlockParam{{Text: strings.Repeat("You check the weather for the user, city by city. ", 60)}}, Messages: msgs,
 		Tools: []anthropic.ToolUnionParam{weatherTool(t)}, ToolChoice: anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}}
-	first, err := c.Messages.New(context.Background(), p)
+	sampling := []aoption.RequestOption{temperature(0.8), aoption.WithJSONSet("top_k", 40)}
+	first, err := c.Messages.New(context.Background(), p, sampling...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := c.Messages.New(context.Background(), p)
+	second, err := c.Messages.New(context.Background(), p, sampling...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,11 +311,11 @@ func TestAnthropicJSONSchemaOutput(t *testing.T) {
 	var schema map[string]any
 	json.Unmarshal([]byte(anthWeatherSchema), &schema)
 	for seed := range 2 {
-		msg, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "test-model", MaxTokens: 120, Temperature: anthropic.Float(1),
+		msg, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "test-model", MaxTokens: 120,
 			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Oslo as JSON"))},
 			Thinking: anthropic.ThinkingConfigParamUnion{OfDisabled: &anthropic.ThinkingConfigDisabledParam{}}},
 			aoption.WithJSONSet("output_config", map[string]any{"format": map[string]any{"type": "json_schema", "schema": schema}}),
-			aoption.WithJSONSet("top_k", 50+seed))
+			aoption.WithJSONSet("top_k", 50+seed), temperature(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,9 +372,9 @@ func TestAnthropicThinkingBudget(t *testing.T) {
 	c := ts.anthropic()
 	tok := ts.eng.Tokenizer()
 	ask := func(budget int64) (thinking string, msg *anthropic.Message) {
-		msg, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "test-model", MaxTokens: 160, Temperature: anthropic.Float(0),
+		msg, err := c.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "test-model", MaxTokens: 160,
 			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Find the failing test in this repository and fix it."))},
-			Thinking: anthropic.ThinkingConfigParamOfEnabled(budget)})
+			Thinking: anthropic.ThinkingConfigParamOfEnabled(budget)}, temperature(0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -417,3 +418,8 @@ func TestAnthropicMidConversationSystem(t *testing.T) {
 		t.Errorf("chat completions keep the template's refusal: %d %s", status, data)
 	}
 }
+
+// temperature sets the request's temperature: anthropic-sdk-go v2's
+// MessageNewParams has no sampling fields (the API still takes them, and
+// so does the daemon), so the SDK sends it as an extra JSON field.
+func temperature(x float64) aoption.RequestOption { return aoption.WithJSONSet("temperature", x) }
