@@ -249,6 +249,10 @@ func runConversation(ctx context.Context, cfg Config, start time.Time, turns []T
 	header := http.Header{}
 	for i, t := range turns {
 		r := recs[i]
+		// The conversation's id as the affinity key a fleet's proxy routes on
+		// (packaging/fleet), as the agents send theirs; X-Session-ID too,
+		// for the server's log line.
+		header.Set("X-Session-Key", t.ConversationID)
 		header.Set("X-Session-ID", t.ConversationID)
 		if ctx.Err() != nil {
 			r.Error = "not issued: the run was interrupted"

@@ -72,6 +72,9 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	session := r.Header.Get("X-Session-ID")
+	if key := r.Header.Get("X-Session-Key"); key != session {
+		f.t.Errorf("X-Session-Key %q, want the conversation's id %q", key, session)
+	}
 	raw, _ := io.ReadAll(r.Body)
 	var body map[string]any
 	var req chat.Request

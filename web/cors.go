@@ -21,11 +21,12 @@ import (
 
 // Headers a preflight always allows: the key's two forms and the JSON body's
 // media type, and the ids the log line reads.
-var corsAllowHeaders = []string{"Authorization", "Content-Type", "X-Api-Key", requestIDHeader, "X-Session-ID"}
+var corsAllowHeaders = []string{"Authorization", "Content-Type", "X-Api-Key", requestIDHeader, "X-Session-ID", sessionKeyHeader}
 
 // corsExposeHeaders are the response headers a page's script may read
-// beside the safelisted ones: the OpenAI SDKs read both.
-const corsExposeHeaders = requestIDHeader + ", Retry-After"
+// beside the safelisted ones: the OpenAI SDKs read the first two; a page
+// may send the affinity key back (session.go).
+const corsExposeHeaders = requestIDHeader + ", Retry-After, " + sessionKeyHeader
 
 // corsMaxAgeSeconds is how long a browser may reuse a preflight's answer:
 // Chromium's cap. The allowed origins change only with a restart.

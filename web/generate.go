@@ -71,6 +71,7 @@ func beginGeneration[P interface{ gen() *genParams }](s *Server, w http.Response
 		writeError(w, r, err)
 		return p, rec, false
 	}
+	s.tagSession(w, r, body)
 	if p, err = decode(body); err != nil {
 		writeError(w, r, err)
 		return p, rec, false

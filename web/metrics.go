@@ -103,6 +103,10 @@ func newMetrics(s *Server) *metrics {
 			}
 			return float64(s.opt.ConnLimit.Refused())
 		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts(f("edgellmd_session_keys_total",
+			"Distinct X-Session-Key values seen on generation requests (a capped set of 65536: once full it is emptied, and a key seen again counts again).")), func() float64 {
+			return float64(s.sessionKeys.count())
+		}),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -112,8 +112,10 @@ type Server struct {
 	aliases  []string // Options.ModelAliases without repeats
 	started  time.Time
 	metrics  *metrics
-	book     statusBook // recent requests and errors for the status page
-	live     liveBook   // the generations in flight
+	// sessionKeys counts the distinct affinity keys seen (session.go).
+	sessionKeys sessionKeySet
+	book        statusBook // recent requests and errors for the status page
+	live        liveBook   // the generations in flight
 	// maxTokenBytes is the longest token's text: a prompt of more than
 	// ctxLen times it cannot fit, tokenized or not.
 	maxTokenBytes int

@@ -192,6 +192,7 @@ func (s *Server) beginTurn(w http.ResponseWriter, r *http.Request, rec *record) 
 		writeError(w, r, err)
 		return nil, false
 	}
+	s.tagSession(w, r, body)
 	return body, true
 }
 
