@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/edgellmd
 MODEL   ?= testdata/models/stories260K.gguf
 
-.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check mesa26-root gpu-test-mesa26 agents-check
+.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check mesa26-root gpu-test-mesa26 agents-check fleet-check
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/edgellmd
@@ -127,6 +127,12 @@ gpu-check:
 # against the daemon on a synthetic qwen35 model (scripts/agents-check.sh).
 agents-check:
 	GO=$(GO) bash scripts/agents-check.sh
+
+# Three daemons behind nginx with packaging/fleet/nginx.conf, the agentic
+# trace replayed through it with and without affinity and with a box killed
+# (scripts/fleet-check.sh; about 1.5 minutes on 2 cores; needs nginx and python3).
+fleet-check:
+	GO=$(GO) bash scripts/fleet-check.sh
 
 clean:
 	rm -rf bin
