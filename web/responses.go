@@ -591,7 +591,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	store := func(msg chat.Message) {
 		if obj.Store {
 			conv := append(append([]chat.Message(nil), rt.history...), msg)
-			s.stored.put(&storedResponse{id: id, conversation: conv, object: obj})
+			s.stored.put(&storedResponse{id: id, conversation: conv, object: obj, sessionKey: rec.sessionKey})
 		}
 	}
 	if q.Stream {

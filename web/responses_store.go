@@ -24,6 +24,7 @@ type storedResponse struct {
 	conversation []chat.Message
 	object       *responseObject
 	expires      time.Time
+	sessionKey   string // X-Session-Key of the turn, kept by the turns chained to it
 }
 
 // responseStore keeps the most recent stored responses, at most size of

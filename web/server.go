@@ -330,6 +330,7 @@ type record struct {
 	generation     bool   // a generation route: the token fields are logged
 	wire           uint8  // the API's error shape: wireOpenAI or wireAnthropic
 	promptParam    string // the field holding its prompt: messages or prompt
+	sessionKey     string // the affinity key answered (session.go)
 }
 
 type recordKey struct{}

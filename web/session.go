@@ -23,7 +23,9 @@ import (
 //  4. x-session-id (OpenCode; edgellmd bench agentic)
 //  5. the body's prompt_cache_key (Responses API; chat where sent)
 //  6. the body's metadata.user_id (Anthropic Messages)
-//  7. otherwise "h-" and a hash of what stays fixed across the turns: the
+//  7. a Responses turn with previous_response_id: the key of the stored
+//     response it follows
+//  8. otherwise "h-" and a hash of what stays fixed across the turns: the
 //     system prompt, the tool names and the first user message (for
 //     /v1/completions, the prompt's first kilobyte).
 const sessionKeyHeader = "X-Session-Key"
@@ -155,8 +157,21 @@ func passKey(v string) string {
 // counts it among the keys seen.
 func (s *Server) tagSession(w http.ResponseWriter, r *http.Request, body []byte) {
 	key, source := sessionKey(r.Header, body)
+	if source == "hash" {
+		// A Responses turn chained with previous_response_id carries only
+		// its new items: it keeps the key of the response it follows.
+		var chained struct {
+			PreviousResponseID string `json:"previous_response_id"`
+		}
+		if json.Unmarshal(body, &chained) == nil && chained.PreviousResponseID != "" && s.stored != nil {
+			if prev, ok := s.stored.get(chained.PreviousResponseID); ok && prev.sessionKey != "" {
+				key, source = prev.sessionKey, "previous_response_id"
+			}
+		}
+	}
 	w.Header().Set(sessionKeyHeader, key)
 	if rec := recordOf(r.Context()); rec != nil {
+		rec.sessionKey = key
 		s.log.Debug().Str("request_id", rec.id).Str("session_key", key).Str("session_key_source", source).Msg("session key")
 	}
 	s.sessionKeys.add(key)

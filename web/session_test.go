@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -14,7 +15,7 @@ import (
 // different across the conversations.
 func TestSessionKeyPerConversation(t *testing.T) {
 	ts, src := scriptServer(t, Options{}, "ok")
-	for range 128 { // the scripted model answers 64 turns; this sends 92
+	for range 128 { // the scripted model answers 64 turns; this sends 96
 		src.turns = append(src.turns, "ok")
 	}
 	type conv struct {
@@ -134,6 +135,35 @@ func TestSessionKeyPerConversation(t *testing.T) {
 	k := post(t, "/v1/chat/completions", nil, first[0])
 	if got := post(t, "/v1/chat/completions", hdr(sessionKeyHeader, k), first[1]); got != k {
 		t.Errorf("key sent back: got %q, want %q", got, k)
+	}
+	// A Responses turn chained with previous_response_id carries only its
+	// new input, and keeps the key of the response it follows.
+	respond := func(body string) (key, id string) {
+		t.Helper()
+		resp, err := http.Post(ts.URL+"/v1/responses", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			ID string `json:"id"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST /v1/responses: %d %v", resp.StatusCode, err)
+		}
+		return resp.Header.Get(sessionKeyHeader), out.ID
+	}
+	var chainKeys []string
+	for _, first := range []string{"chain one", "chain two"} {
+		k1, id := respond(`{"model":"test-model","max_output_tokens":16,"instructions":"Be brief.","input":"` + first + `"}`)
+		k2, _ := respond(`{"model":"test-model","max_output_tokens":16,"previous_response_id":"` + id + `","input":"and then?"}`)
+		if k1 != k2 || !strings.HasPrefix(k1, "h-") {
+			t.Errorf("%s: key %q, then %q after previous_response_id", first, k1, k2)
+		}
+		chainKeys = append(chainKeys, k1)
+	}
+	if chainKeys[0] == chainKeys[1] {
+		t.Errorf("two chained conversations got key %q", chainKeys[0])
 	}
 	// /metrics counts the distinct keys: 2 per case and one more.
 	resp, err := http.Get(ts.URL + "/metrics")
