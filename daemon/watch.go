@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -74,7 +76,13 @@ func (cw configWatch) start() func(ctx context.Context) {
 	log := cw.log.With().Str("config", cw.path).Logger()
 	w, err := watchDir(dir)
 	if err != nil {
-		log.Warn().Err(err).Msg("config watch off: edits apply on SIGHUP (systemctl reload edgellmd)")
+		// No config directory at all (serve on flags and defaults) is no
+		// fault: say it at info; a watch that fails on a real one warns.
+		ev := log.Warn()
+		if errors.Is(err, fs.ErrNotExist) {
+			ev = log.Info()
+		}
+		ev.Err(err).Msg("config watch off: edits apply on SIGHUP (systemctl reload edgellmd)")
 		return nil
 	}
 	log.Debug().Dur("quiet_period_ms", cw.debounce).Msg("watching the config file")
