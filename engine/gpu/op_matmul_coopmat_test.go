@@ -96,26 +96,7 @@ func TestMatMulCoopMat(t *testing.T) {
 						if m := d.MatMulMACs(); m.CoopMat-before.CoopMat != int64(n*sh.rows*sh.cols) || m.Scalar != before.Scalar {
 							t.Fatalf("%s: multiply-adds counted %+v -> %+v, want %d on the tensor cores", name, before, m, n*sh.rows*sh.cols)
 						}
-						want := mmCPU(cpuM, x, n, c.act)
-						seen := mmSeen(cpuM, x, n, c.act)
-						worst := 0.0
-						for r := 0; r < sh.rows; r++ {
-							if err := tensor.DequantizeRow(c.typ, wrow, cpuM.Data[r*w.RowBytes:(r+1)*w.RowBytes]); err != nil {
-								t.Fatal(err)
-							}
-							for v := 0; v < n; v++ {
-								var abs float64
-								for i, wv := range wrow {
-									abs += math.Abs(float64(wv) * seen[v*sh.cols+i])
-								}
-								g, e := got[v*sh.rows+r], want[v*sh.rows+r]
-								b := coopBound(sh.cols, abs)
-								worst = max(worst, math.Abs(float64(g)-float64(e))/b)
-								if !(math.Abs(float64(g)-float64(e)) <= b) {
-									t.Fatalf("%s: row %d vector %d: GPU %g, CPU %g: off by %g, bound %g", name, r, v, g, e, math.Abs(float64(g)-float64(e)), b)
-								}
-							}
-						}
+						worst := mmCheck(t, name, cpuM, wrow, x, got, n, c.act, coopBound)
 						// A vector's result does not depend on the others in its batch.
 						if n > 1 {
 							v := n - 1

@@ -569,6 +569,36 @@ func mmSeen(m tensor.Matrix, x []float32, n int, act tensor.NVFP4Activations) []
 // by about sum|t_i|/cols, 100 or more times the bound. (An activation quant
 // off by one moves it far less: the converters' bit-exact tests above are
 // there for that.)
+// mmCheck holds each GPU result (got, n vectors of x times cpuM's rows) to
+// the CPU's within bound(cols, Σ|w·x|) and gives the largest difference as a
+// share of its bound; wrow is a row's scratch.
+func mmCheck(t *testing.T, name string, cpuM tensor.Matrix, wrow []float32, x, got []float32, n int,
+	act tensor.NVFP4Activations, bound func(cols int, abs float64) float64) (worst float64) {
+	t.Helper()
+	rows, cols := cpuM.Rows, cpuM.Cols
+	want := mmCPU(cpuM, x, n, act)
+	seen := mmSeen(cpuM, x, n, act)
+	rowBytes := len(cpuM.Data) / rows
+	for r := 0; r < rows; r++ {
+		if err := tensor.DequantizeRow(cpuM.Type, wrow, cpuM.Data[r*rowBytes:(r+1)*rowBytes]); err != nil {
+			t.Fatal(err)
+		}
+		for v := 0; v < n; v++ {
+			var abs float64
+			for i, wv := range wrow {
+				abs += math.Abs(float64(wv) * seen[v*cols+i])
+			}
+			g, e := got[v*rows+r], want[v*rows+r]
+			b := bound(cols, abs)
+			worst = max(worst, math.Abs(float64(g)-float64(e))/b)
+			if !(math.Abs(float64(g)-float64(e)) <= b) {
+				t.Fatalf("%s: row %d vector %d: GPU %g, CPU %g: off by %g, bound %g", name, r, v, g, e, math.Abs(float64(g)-float64(e)), b)
+			}
+		}
+	}
+	return worst
+}
+
 func mmBound(cols int, abs float64) float64 {
 	return float64(cols/4+48)*0x1p-24*abs*1.01 + 1e-37
 }
@@ -614,23 +644,7 @@ func TestMatMul(t *testing.T) {
 				pad := int64(4 * (run % 3)) // offsets of 0, 1, 2 words: vec4 loads or not
 				run++
 				got, _ := mmGPU(t, d, w, x, n, c.act, pad)
-				want := mmCPU(cpuM, x, n, c.act)
-				seen := mmSeen(cpuM, x, n, c.act)
-				for r := 0; r < sh.rows; r++ {
-					if err := tensor.DequantizeRow(c.typ, wrow, cpuM.Data[r*w.RowBytes:(r+1)*w.RowBytes]); err != nil {
-						t.Fatal(err)
-					}
-					for v := 0; v < n; v++ {
-						var abs float64
-						for i, wv := range wrow {
-							abs += math.Abs(float64(wv) * seen[v*sh.cols+i])
-						}
-						g, e := got[v*sh.rows+r], want[v*sh.rows+r]
-						if b := mmBound(sh.cols, abs); !(math.Abs(float64(g)-float64(e)) <= b) {
-							t.Fatalf("%s: row %d vector %d: GPU %g, CPU %g: off by %g, bound %g", name, r, v, g, e, math.Abs(float64(g)-float64(e)), b)
-						}
-					}
-				}
+				mmCheck(t, name, cpuM, wrow, x, got, n, c.act, mmBound)
 				// A vector's result does not depend on the others in its batch.
 				if n > 1 {
 					for _, v := range []int{0, n - 1} {
