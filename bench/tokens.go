@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
@@ -57,7 +56,7 @@ func LoadTokenCounter(path string, enableThinking bool) (*TokenCounter, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, err = engine.VocabFromGGUF(f)
+		v, err = tokenizer.VocabFromGGUF(f)
 		f.Close()
 		if err != nil {
 			return nil, err

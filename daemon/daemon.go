@@ -24,6 +24,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/speculative"
+	"github.com/edgellmd/edgellmd/engine/tensor"
 	"github.com/edgellmd/edgellmd/power"
 	"github.com/edgellmd/edgellmd/web"
 )
@@ -280,7 +281,7 @@ type loadResult struct {
 // load maps the model and builds the scheduler and the HTTP handler. The
 // worker is started by Run.
 func (d *Daemon) load(cfg Config, path, name string) loadResult {
-	kv, act := engine.KVTypeNames[cfg.Model.KVType], engine.ActivationNames[cfg.Model.Activations] // validated
+	kv, act := tensor.KVTypeNames[cfg.Model.KVType], tensor.ActivationNames[cfg.Model.Activations] // validated
 	opt := engine.Options{Threads: cfg.Model.Threads, KVType: kv, Activations: act, ContextLen: cfg.Model.ContextLength,
 		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Device: cfg.Model.Device, GPUMatMul: cfg.Model.GPUMatMul,
 		MaxSequences: cfg.Engine.MaxSequences, PrefillChunk: cfg.Engine.PrefillChunk, DecodeSlowdown: cfg.Engine.DecodeSlowdown,

@@ -244,7 +244,7 @@ func Load(path string, opt Options) (*Engine, error) {
 			f.Close()
 		}
 	}()
-	v, err := VocabFromGGUF(f)
+	v, err := tokenizer.VocabFromGGUF(f)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/speculative"
+	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
 // engineFlags are the flags every command that loads a model shares.
@@ -52,11 +53,11 @@ func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
 	if f.model == "" {
 		return nil, fmt.Errorf("%w: -m MODEL.gguf is required", errUsage)
 	}
-	kv, err := engine.ParseKVType(f.kv)
+	kv, err := tensor.ParseKVType(f.kv)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --kv: %v", errUsage, err)
 	}
-	act, err := engine.ParseActivations(f.act)
+	act, err := tensor.ParseActivations(f.act)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --activations: %v", errUsage, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/quantize"
@@ -96,7 +95,7 @@ func calibTokens(t *testing.T, model, path string) [][]int32 {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	v, err := engine.VocabFromGGUF(f)
+	v, err := tokenizer.VocabFromGGUF(f)
 	if err != nil {
 		t.Fatal(err)
 	}

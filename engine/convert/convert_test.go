@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/quantize"
@@ -38,7 +37,7 @@ func openGGUF(t testing.TB, path string) *gguf.File {
 
 func vocabOf(t testing.TB, f *gguf.File) tokenizer.Vocab {
 	t.Helper()
-	v, err := engine.VocabFromGGUF(f)
+	v, err := tokenizer.VocabFromGGUF(f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,15 @@
-package engine
+package tokenizer
 
 import (
 	"fmt"
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
-	"github.com/edgellmd/edgellmd/engine/tokenizer"
 )
 
 // VocabFromGGUF reads the tokenizer.ggml.* metadata that llama.cpp's
 // converters write (gguf-py/gguf/constants.py, Keys.Tokenizer).
-func VocabFromGGUF(f *gguf.File) (tokenizer.Vocab, error) {
-	v := tokenizer.Vocab{BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1}
+func VocabFromGGUF(f *gguf.File) (Vocab, error) {
+	v := Vocab{BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1}
 	var ok bool
 	if v.Model, ok = f.GetString("tokenizer.ggml.model"); !ok {
 		return v, fmt.Errorf("%s: no tokenizer (key tokenizer.ggml.model missing)", f.Path)
