@@ -88,33 +88,30 @@ func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
 	return dotLegacyRepacked(t, row, act)
 }
 
-//go:noescape
-func legacyStepAVX2(blk *byte, act *q8Act, astride, n int, lut *int8, acc *float32)
-
 // legacyRepackedRows computes rows [lo,hi) of a repacked Q4_0 or IQ4_NL
-// product for several vectors, each block unpacked once for all of them
-// (legacyStepAVX2), with dotLegacyRepacked's bits; one vector, or no
-// AVX2, goes row by row.
+// product for all vectors: eight rows at a time in a register tile
+// (legacyTile), each block unpacked once for all vectors, with
+// dotLegacyRepacked's bits; rows past the last group of eight go row by
+// row. Without AVX2 it leaves the rows to the caller.
 func (j *mmJob) legacyRepackedRows(worker, lo, hi int) bool {
 	m, n := j.m, j.n
-	if !useSIMD || n < 2 {
+	if !useSIMD {
 		return false
 	}
 	nb, rb := m.Cols/q8Block, m.rowBytes()
-	acc := growF32(&j.kAcc[worker], n)
-	lut := &q4_0Levels
-	if m.Type == IQ4_NL {
-		lut = &kvaluesIQ4NL
-	}
-	for r := lo; r < hi; r++ {
+	acc := growF32(&j.kAcc[worker], 8*n)
+	r := lo
+	for ; r+8 <= hi; r += 8 {
 		clear(acc)
-		row := m.Data[r*rb : (r+1)*rb]
-		for b := 0; b < nb; b++ {
-			_ = j.actQ[(n-1)*nb+b]
-			legacyStepAVX2(&row[b*q4_0Bytes], &j.actQ[b], nb*int(unsafe.Sizeof(q8Act{})), n, &lut[0], &acc[0])
-		}
+		legacyTile(m.Type, m.Data[r*rb:(r+8)*rb], rb, j.actQ, nb, nb, n, acc)
 		for v := 0; v < n; v++ {
-			j.dst[v*m.Rows+r] = acc[v]
+			copy(j.dst[v*m.Rows+r:v*m.Rows+r+8], acc[8*v:8*v+8])
+		}
+	}
+	for ; r < hi; r++ {
+		row := m.Data[r*rb : (r+1)*rb]
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = dotLegacyRepackedRow(m.Type, row, j.actQ[v*nb:(v+1)*nb])
 		}
 	}
 	return true

@@ -395,62 +395,6 @@ lrdone:
 	MOVSS X0, ret+32(FP)
 	RET
 
-// func legacyStepAVX2(blk *byte, act *q8Act, astride, n int, lut *int8, acc *float32)
-// One Q4_0 or IQ4_NL block against n vectors' Q8_0 blocks (act, then every
-// astride bytes), each acc[v] = fma(float(dot), d_w*d_x, acc[v]) as in
-// legacyRowRepackedAVX2; the block is unpacked once for all n.
-TEXT ·legacyStepAVX2(SB), NOSPLIT, $0-48
-	MOVQ blk+0(FP), SI
-	MOVQ act+8(FP), DI
-	MOVQ astride+16(FP), R9
-	MOVQ n+24(FP), CX
-	MOVQ lut+32(FP), DX
-	MOVQ acc+40(FP), R8
-	VBROADCASTI128 (DX), Y15
-	MOVL $0x0F0F0F0F, AX
-	VMOVD AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL $0x00010001, AX
-	VMOVD AX, X13
-	VPBROADCASTD X13, Y13
-	MOVWLZX (SI), AX
-	VMOVD AX, X12
-	VCVTPH2PS X12, X12           // d_w
-	VMOVDQU 2(SI), X2
-	VPSRLW $4, X2, X3
-	VPAND X14, X2, X2
-	VPAND X14, X3, X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPSHUFB Y2, Y15, Y2          // w
-	VPSIGNB Y2, Y2, Y7           // |w|
-	TESTQ CX, CX
-	JEQ lsdone
-
-lsloop:
-	VMULSS 32(DI), X12, X1       // d_w * d_x
-	VMOVDQU (DI), Y4
-	VPSIGNB Y2, Y4, Y6
-	VPMADDUBSW Y6, Y7, Y5
-	VPMADDWD Y13, Y5, Y5
-	VEXTRACTI128 $1, Y5, X6
-	VPADDD X6, X5, X5
-	VPSHUFD $0x4E, X5, X6
-	VPADDD X6, X5, X5
-	VPSHUFD $0xB1, X5, X6
-	VPADDD X6, X5, X5
-	VCVTDQ2PS X5, X5
-	VMOVSS (R8), X0
-	VFMADD231SS X1, X5, X0
-	VMOVSS X0, (R8)
-	ADDQ $4, R8
-	ADDQ R9, DI
-	DECQ CX
-	JNZ lsloop
-
-lsdone:
-	VZEROUPPER
-	RET
-
 // func q4kRowAVX2(row *byte, act *q8KAct, nb int, scratch *int16) float32
 // A whole row of nb repacked Q4_K blocks against one vector (decode): the
 // steps of q4kStepAVX2 block after block, the scales unpacked from the

@@ -49,3 +49,9 @@ func BenchmarkKQuantQ6KVec(b *testing.B)    { benchKQuant(b, Q6_K, 3584, 1024, 1
 func BenchmarkKQuantQ5KVec(b *testing.B)    { benchKQuant(b, Q5_K, 3584, 1024, 1) }
 func BenchmarkKQuantQ4_0Vec(b *testing.B)   { benchKQuant(b, Q4_0, 3584, 1024, 1) }
 func BenchmarkKQuantQ8_0Vec(b *testing.B)   { benchKQuant(b, Q8_0, 3584, 1024, 1) }
+
+// Prefill shapes: 64 vectors, the tiles' case.
+func BenchmarkKQuantQ4KMat64(b *testing.B)  { benchKQuant(b, Q4_K, 1024, 1024, 64) }
+func BenchmarkKQuantQ6KMat64(b *testing.B)  { benchKQuant(b, Q6_K, 1024, 1024, 64) }
+func BenchmarkKQuantQ5KMat64(b *testing.B)  { benchKQuant(b, Q5_K, 1024, 1024, 64) }
+func BenchmarkKQuantQ4_0Mat64(b *testing.B) { benchKQuant(b, Q4_0, 1024, 1024, 64) }

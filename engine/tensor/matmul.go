@@ -215,6 +215,9 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 			}
 		}
 	}
+	if useSIMD && repackedAVX2(m.Type, m.Rows) {
+		chunk = (chunk + 7) &^ 7 // whole tiles of eight rows (kquant_tile.go)
+	}
 	p.parallel(m.Rows, chunk, j.rowsFn)
 
 	j.m, j.dst, j.x, j.src = Matrix{}, nil, nil, nil

@@ -1,0 +1,21 @@
+package tensor
+
+import "unsafe"
+
+//go:noescape
+func legacyTileAVX2(w *byte, rb int, act *q8Act, astride, nb, n int, lut *int8, scratch *byte, acc *float32)
+
+// legacyTile: see legacyTileGo.
+func legacyTile(t DType, w []byte, rb int, act []q8Act, astride, nb, n int, acc []float32) {
+	if !useSIMD || nb == 0 || n == 0 {
+		legacyTileGo(t, w, rb, act, astride, nb, n, acc)
+		return
+	}
+	_, _, _ = w[7*rb+nb*q4_0Bytes-1], act[(n-1)*astride+nb-1], acc[8*n-1]
+	lut := &q4_0Levels
+	if t == IQ4_NL {
+		lut = &kvaluesIQ4NL
+	}
+	var scratch [288]byte
+	legacyTileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8Act{})), nb, n, &lut[0], &scratch[0], &acc[0])
+}

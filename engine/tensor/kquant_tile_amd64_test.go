@@ -1,0 +1,65 @@
+package tensor
+
+import (
+	"math"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// f16Gen draws an F16 scale of ordinary size, sometimes subnormal, large
+// or negative.
+func f16Gen() *rapid.Generator[uint16] {
+	return rapid.OneOf(rapid.Uint16Range(0x0001, 0x03FF), rapid.Uint16Range(0x1000, 0x5BFF), rapid.Uint16Range(0x9000, 0xABFF))
+}
+
+// TestLegacyTileAVX2: the eight-row tile of repacked Q4_0 and IQ4_NL gives
+// its Go twin's bits (and, from zero, dotLegacyRepacked's for every row
+// and vector) on random blocks, scales, activations, row and vector
+// strides, for 1 to 9 vectors.
+func TestLegacyTileAVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		typ := rapid.SampledFrom([]DType{Q4_0, IQ4_NL}).Draw(t, "type")
+		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
+		rb := nb*q4_0Bytes + rapid.IntRange(0, 2).Draw(t, "pad")*q4_0Bytes
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
+		w := bytesGen(8*rb).Draw(t, "w")
+		for r := 0; r < 8; r++ {
+			for b := 0; b < nb; b++ {
+				h := f16Gen().Draw(t, "d")
+				w[r*rb+b*q4_0Bytes], w[r*rb+b*q4_0Bytes+1] = byte(h), byte(h>>8)
+			}
+		}
+		act := make([]q8Act, n*astride)
+		for i := range act {
+			copy(act[i].q[:], rapid.SliceOfN(rapid.OneOf(rapid.Int8Range(-127, 127), rapid.SampledFrom([]int8{-127, 127, 0})), 32, 32).Draw(t, "x"))
+			act[i].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
+		}
+		got, want := make([]float32, 8*n), make([]float32, 8*n)
+		for i := range got {
+			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
+			want[i] = got[i]
+		}
+		legacyTile(typ, w, rb, act, astride, nb, n, got)
+		legacyTileGo(typ, w, rb, act, astride, nb, n, want)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s acc[%d] (row %d, vector %d): AVX2 %g, Go %g", typ, i, i%8, i/8, got[i], want[i])
+			}
+		}
+		clear(got)
+		legacyTile(typ, w, rb, act, astride, nb, n, got)
+		for v := 0; v < n; v++ {
+			for r := 0; r < 8; r++ {
+				d := dotLegacyRepacked(typ, w[r*rb:r*rb+nb*q4_0Bytes], act[v*astride:v*astride+nb])
+				if math.Float32bits(got[8*v+r]) != math.Float32bits(d) {
+					t.Fatalf("%s (row %d, vector %d): tile %g, dotLegacyRepacked %g", typ, r, v, got[8*v+r], d)
+				}
+			}
+		}
+	})
+}
