@@ -109,6 +109,10 @@ type Device struct {
 	// coopMin is the fewest vectors a product takes the cooperative-matrix
 	// path with (mmCoopMinVectors; tests lower it to run every row count).
 	coopMin int
+	// skinnyMin is the fewest vectors a product takes the skinny
+	// cooperative-matrix shaders with, below coopMin (mmSkinnyMinVectors;
+	// tests raise it to run the scalar shaders or lower coopMin).
+	skinnyMin int
 }
 
 // ParseSelector checks a device selector as config and flags take it:
@@ -183,7 +187,7 @@ func Open(sel string) (*Device, error) {
 	info.CoopMat = d.CoopMat.KHR && d.CoopMat.MemoryModel
 	info.CoopMat2 = info.CoopMat && d.CoopMat.NV2 && d.CoopMat.NV2Features[1] != 0
 	info.MatrixShapes = matrixShapes(d)
-	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}, coopMin: mmCoopMinVectors}
+	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}, coopMin: mmCoopMinVectors, skinnyMin: mmSkinnyMinVectors}
 	dev.rec = newRecorder(dev)
 	if err := dev.SetMatMul(MatMulAuto); err != nil { // auto never fails
 		dev.Close()

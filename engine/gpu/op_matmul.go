@@ -222,6 +222,11 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 		r.Barrier()
 	}
 	macs := int64(n) * int64(w.Rows) * int64(w.Cols)
+	if t, sk, ok := r.coopSkinny(w, kind, n); ok {
+		r.matMulSkinny(w, kind, n, t, sk, wb, in, db, inOff, scaleOff, ioff, doff)
+		r.dev.countMACs(macs, true)
+		return nil
+	}
 	if t, ok := r.coopTile(w, kind, n); ok {
 		bm, bn := 4*t.M, 4*t.N
 		rgroups := (w.Rows + bm - 1) / bm

@@ -118,6 +118,88 @@ func TestMatMulCoopMat(t *testing.T) {
 	}
 }
 
+// skinnyDevice is coopDevice with passes below mmCoopMinVectors on the
+// skinny shaders (matmul_cms_*.comp), every one of them (skinnyMin 1).
+func skinnyDevice(t *testing.T, f16, i8 tile) *Device {
+	t.Helper()
+	d := coopDevice(t, f16, i8)
+	d.coopMin, d.skinnyMin = mmCoopMinVectors, 1
+	t.Cleanup(func() { d.skinnyMin = mmSkinnyMinVectors })
+	return d
+}
+
+// TestMatMulSkinny holds the skinny cooperative-matrix products (decode
+// steps, verify trees, a few sequences) to the CPU engine's on ragged
+// shapes, with the driver's tiles and NVIDIA's (through NV2's flexible
+// dimensions): within coopBound, every multiply-add counted on the tensor
+// cores, a vector's result the same bits alone and in its pass (so that
+// a decode step and a verify pass agree), and, with unit scales, the
+// CPU's integer sums exactly.
+func TestMatMulSkinny(t *testing.T) {
+	for _, tiles := range []struct {
+		name    string
+		f16, i8 tile
+	}{
+		{"driver's tiles", tile{}, tile{}},
+		{"NVIDIA's 16x16x16 f16, 16x16x32 int8 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 32}},
+	} {
+		t.Run(tiles.name, func(t *testing.T) {
+			d := skinnyDevice(t, tiles.f16, tiles.i8)
+			rng := rand.New(rand.NewPCG(31, 9))
+			for _, c := range skinnyCases {
+				for _, sh := range c.shapes {
+					cpuM := mmMatrix(t, rng, c.typ, sh.rows, sh.cols)
+					w, err := d.UploadMatrix("w", cpuM)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wrow := make([]float32, sh.cols)
+					var alone [][]float32 // each vector of the largest pass, multiplied alone
+					ns := []int{1, 3, 16, 17, 40}
+					x := mmVectors(rng, ns[len(ns)-1], sh.cols)
+					for v := range ns[len(ns)-1] {
+						one, _ := mmGPU(t, d, w, x[v*sh.cols:(v+1)*sh.cols], 1, c.act, 0)
+						alone = append(alone, one)
+					}
+					for _, n := range ns {
+						name := fmt.Sprintf("%s act %d %dx%d n=%d", c.typ, c.act, sh.rows, sh.cols, n)
+						before := d.MatMulMACs()
+						got, _ := mmGPU(t, d, w, x[:n*sh.cols], n, c.act, 0)
+						if m := d.MatMulMACs(); m.CoopMat-before.CoopMat != int64(n*sh.rows*sh.cols) || m.Scalar != before.Scalar {
+							t.Fatalf("%s: multiply-adds counted %+v -> %+v, want %d on the tensor cores", name, before, m, n*sh.rows*sh.cols)
+						}
+						worst := mmCheck(t, name, cpuM, wrow, x[:n*sh.cols], got, n, c.act, coopBound)
+						for v := range n {
+							for r := range sh.rows {
+								if math.Float32bits(alone[v][r]) != math.Float32bits(got[v*sh.rows+r]) {
+									t.Fatalf("%s: row %d vector %d: %g alone, %g in the pass", name, r, v, alone[v][r], got[v*sh.rows+r])
+								}
+							}
+						}
+						if n == 40 {
+							t.Logf("%s: largest |GPU-CPU| %.3f of the bound", name, worst)
+						}
+					}
+					w.Free()
+				}
+			}
+			for _, sh := range []struct{ rows, cols, n int }{{17, 96, 5}, {40, 544, 16}, {3, 512, 33}} {
+				q8Exact(t, d, rng, sh.rows, sh.cols, sh.n)
+			}
+		})
+	}
+}
+
+// skinnyCases are the weight types with skinny shaders and ragged shapes
+// for them: rows past a workgroup's 32, depth past a stage of 4 blocks.
+var skinnyCases = []struct {
+	typ    tensor.DType
+	act    tensor.NVFP4Activations
+	shapes []struct{ rows, cols int }
+}{
+	{tensor.Q8_0, 0, []struct{ rows, cols int }{{17, 64}, {75, 288}, {3, 160}}},
+}
+
 // TestMatMulCoopMatQ8Exact makes every float step of the Q8_0 product
 // exact (weight and activation block scales of 1, integer sums below
 // 2^24), so that the result is the integer sum itself: the tensor cores'
@@ -135,42 +217,50 @@ func TestMatMulCoopMatQ8Exact(t *testing.T) {
 			d := coopDevice(t, tiles.f16, tiles.i8)
 			rng := rand.New(rand.NewPCG(5, 6))
 			for _, sh := range []struct{ rows, cols, n int }{{17, 96, 5}, {40, 256, 33}, {3, 512, 255}} {
-				const blockBytes = 34
-				nb := sh.cols / 32
-				data := make([]byte, sh.rows*nb*blockBytes)
-				for b := 0; b < sh.rows*nb; b++ {
-					binary.LittleEndian.PutUint16(data[b*blockBytes:], 0x3c00) // 1.0
-					for i := 0; i < 32; i++ {
-						data[b*blockBytes+2+i] = byte(int8(rng.IntN(255) - 127))
-					}
-				}
-				cpuM, err := tensor.NewMatrix(tensor.Q8_0, sh.rows, sh.cols, data)
-				if err != nil {
-					t.Fatal(err)
-				}
-				// Integer activations with 127 somewhere in each block: the
-				// block scale is 127/127 and the quants are the values.
-				x := make([]float32, sh.n*sh.cols)
-				for i := range x {
-					x[i] = float32(rng.IntN(255) - 127)
-					if i%32 == 7 {
-						x[i] = 127 * float32(1-2*rng.IntN(2))
-					}
-				}
-				w, err := d.UploadMatrix("w", cpuM)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, _ := mmGPU(t, d, w, x, sh.n, 0, 0)
-				want := mmCPU(cpuM, x, sh.n, 0)
-				for i := range want {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) || want[i] != float32(int32(want[i])) {
-						t.Fatalf("%dx%d n=%d: output %d: GPU %g, CPU %g: the integer sums differ", sh.rows, sh.cols, sh.n, i, got[i], want[i])
-					}
-				}
-				w.Free()
+				q8Exact(t, d, rng, sh.rows, sh.cols, sh.n)
 			}
 		})
+	}
+}
+
+// q8Exact multiplies a rows×cols Q8_0 matrix with unit block scales by n
+// integer vectors with 127 in each block (so unit activation scales too)
+// and wants the CPU's bits: the integer sums themselves.
+func q8Exact(t *testing.T, d *Device, rng *rand.Rand, rows, cols, n int) {
+	t.Helper()
+	const blockBytes = 34
+	nb := cols / 32
+	data := make([]byte, rows*nb*blockBytes)
+	for b := 0; b < rows*nb; b++ {
+		binary.LittleEndian.PutUint16(data[b*blockBytes:], 0x3c00) // 1.0
+		for i := 0; i < 32; i++ {
+			data[b*blockBytes+2+i] = byte(int8(rng.IntN(255) - 127))
+		}
+	}
+	cpuM, err := tensor.NewMatrix(tensor.Q8_0, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Integer activations with 127 somewhere in each block: the
+	// block scale is 127/127 and the quants are the values.
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(rng.IntN(255) - 127)
+		if i%32 == 7 {
+			x[i] = 127 * float32(1-2*rng.IntN(2))
+		}
+	}
+	w, err := d.UploadMatrix("w", cpuM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Free()
+	got, _ := mmGPU(t, d, w, x, n, 0, 0)
+	want := mmCPU(cpuM, x, n, 0)
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) || want[i] != float32(int32(want[i])) {
+			t.Fatalf("%dx%d n=%d: output %d: GPU %g, CPU %g: the integer sums differ", rows, cols, n, i, got[i], want[i])
+		}
 	}
 }
 
