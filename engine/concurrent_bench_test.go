@@ -159,7 +159,7 @@ var besidePrompt = flag.Int("beside-prompt", 4096, "BenchmarkDecodeBesidePrefill
 // taken during that prefill, and the prompt's prefill rate), with fixed
 // chunks of 256 and 32 tokens (slowdown=0) and with the per-pass token
 // budget (engine.decode_slowdown's default, chunks of at most 256, cut into
-// pieces of MinPrefillChunk tokens or more) over an F16 KV cache and an FP8
+// pieces of batch.MinPrefillChunk tokens or more) over an F16 KV cache and an FP8
 // one.
 // The TPOT figures are over the steps' intervals (tpot-mean-ms: their
 // mean, what a request's TPOT is); besideX is the mean beside the prefill

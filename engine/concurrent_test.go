@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/edgellmd/edgellmd/engine/batch"
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/speculative"
@@ -218,13 +219,13 @@ func TestPrefillBudgetKeepsOutput(t *testing.T) {
 
 // Prefill in pieces of the chunks (as the budget cuts them) computes every
 // token as the whole chunks do: the last logits are bit for bit the same,
-// for every KV type, with pieces of MinPrefillChunk tokens or more, each
+// for every KV type, with pieces of batch.MinPrefillChunk tokens or more, each
 // marked with its chunk's length (model.Batch.Chunk) as the engine sends
 // them. Two cuts show what the floor and the mark keep: one-token pieces
 // over an F32 cache, and over an F16 cache unmarked pieces of fewer than 64
 // tokens of a larger chunk, do change the logits. (With its floor set to
 // one token this test passes over F16 and FP8, and with two over F32; the
-// floor is 4 for speed, see MinPrefillChunk.)
+// floor is 4 for speed, see batch.MinPrefillChunk.)
 func TestPrefillPiecesExact(t *testing.T) {
 	for _, path := range []string{stories, qwen35Tiny(t)} {
 		for _, kv := range []tensor.DType{tensor.F16, tensor.F32, tensor.E4M3} {
@@ -261,7 +262,7 @@ func TestPrefillPiecesExact(t *testing.T) {
 				whole := run(func(_, n int) int { return n }, false)
 				for try := range 4 {
 					got := run(func(_, n int) int { // a cut as the budget's: pieces of the floor or more
-						lo := MinPrefillChunk
+						lo := batch.MinPrefillChunk
 						switch {
 						case n < 2*lo:
 							return n
@@ -282,7 +283,7 @@ func TestPrefillPiecesExact(t *testing.T) {
 				}
 				// One-token pieces over an F32 cache attend by the one-token path.
 				if kv == tensor.F32 && slices.Equal(run(func(_, n int) int { return 1 }, true), whole) {
-					t.Fatal("one-token pieces over an F32 cache give the chunks' logits: is MinPrefillChunk still needed?")
+					t.Fatal("one-token pieces over an F32 cache give the chunks' logits: is batch.MinPrefillChunk still needed?")
 				}
 			})
 		}

@@ -11,8 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/edgellmd/edgellmd/engine/batch"
 	"github.com/edgellmd/edgellmd/engine/gguf"
-	"github.com/edgellmd/edgellmd/engine/grammar"
+	"github.com/edgellmd/edgellmd/engine/logits"
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/speculative"
@@ -62,8 +63,8 @@ type Options struct {
 	// chunk is cut to the prompt tokens that fit, as the passes measure,
 	// in pieces that keep the output (model.Batch.Chunk); a piece that does not
 	// fit waits for passes that save up for it, so that the others' mean
-	// time per token stays within the multiple (batcher.budget,
-	// passcost.go). When nobody else decodes the chunk is PrefillChunk.
+	// time per token stays within the multiple (engine/batch:
+	// Batcher.budget). When nobody else decodes the chunk is PrefillChunk.
 	// 0 (or <= 1): off, chunks of PrefillChunk always. Off on a GPU.
 	DecodeSlowdown float64
 	// MemoryBudget bounds the bytes of the sequence states (KV rows and
@@ -76,7 +77,7 @@ type Options struct {
 	Log          zerolog.Logger
 	// PassHook, when set, is called on the batcher's goroutine before each
 	// forward pass and each other piece of model work it runs, where a
-	// panic is contained (broken.go): tests inject failures with it.
+	// panic is contained (engine/batch): tests inject failures with it.
 	PassHook func()
 }
 
@@ -88,7 +89,7 @@ type Engine struct {
 	pool   *tensor.Pool
 	model  model.Model // the CPU model or its GPU twin, as sequences call it: through bat
 	base   model.Model // the model itself (the batcher's)
-	bat    *batcher
+	bat    *batch.Batcher
 	placed placed // where model runs
 	tok    *tokenizer.Tokenizer
 	ctxLen int
@@ -109,13 +110,11 @@ type Engine struct {
 	memBudget, memUsed int64
 	memWaiting         int
 	memWaits           int64
-	gmu                sync.Mutex // guards gvocab and triggers
 	// lastStep is when the last forward pass (prefill chunk or decode step)
 	// ended, in unix nanoseconds: the scheduler's liveness signal.
 	lastStep atomic.Int64
 	draft    atomic.Pointer[speculative.Config] // set by SetDraft
-	gvocab   *grammar.Vocab                     // the vocabulary as grammars see it, made on first use
-	triggers map[string]*triggerIndex           // lazy grammars' triggers (shape.go)
+	shapes   *logits.Vocab                      // what logit shaping needs of the tokenizer, built once
 }
 
 // seq is one sequence slot: its state and what a generation on it keeps.
@@ -138,7 +137,7 @@ type seq struct {
 	spec       *speculative.Decoder // made on first use; kept for its suffix memory
 	specCfg    speculative.Config   // what spec is set to
 	hidden     []float32            // the last prompt token's hidden state, for the MTP drafter
-	top        [1]int32             // a greedy step's token (multiGreedy)
+	top        [1]int32             // a greedy step's token (batch.MultiGreedy)
 }
 
 // sequence returns the slot's state, emptied: made for capTokens tokens
@@ -229,8 +228,28 @@ func (e *Engine) released() <-chan struct{} {
 // MaxSequences is how many generations the engine runs at once.
 func (e *Engine) MaxSequences() int { return len(e.slots) }
 
+// BatchStats count the forward passes the batcher ran.
+type BatchStats = batch.Stats
+
 // BatchStats returns the counts of the forward passes run so far.
-func (e *Engine) BatchStats() BatchStats { return e.bat.snapshotStats() }
+func (e *Engine) BatchStats() BatchStats { return e.bat.Stats() }
+
+// ErrBroken is what every error of a broken engine matches (errors.Is): a
+// forward pass panicked (batch.PassPanic) and the engine runs nothing
+// more until it is loaded again (a restart, or a model swap).
+var ErrBroken = batch.ErrBroken
+
+// PassPanic is a panic caught on the batcher's goroutine.
+type PassPanic = batch.PassPanic
+
+// Broken returns the panic that broke the engine, or nil while it works.
+// Any goroutine may call it.
+func (e *Engine) Broken() error {
+	if p := e.bat.Broken(); p != nil {
+		return p
+	}
+	return nil
+}
 
 // Load maps the model file and builds the model and its tokenizer.
 func Load(path string, opt Options) (*Engine, error) {
@@ -296,9 +315,8 @@ func Load(path string, opt Options) (*Engine, error) {
 		// of a chunk beside decode steps costs a GPU little more).
 		slowdown = 0
 	}
-	bat := newBatcher(m, slowdown, keyCostOf(m.Hyper(), linearWeights(f, m.Hyper().Layers)))
-	bat.log, bat.passHook = opt.Log, opt.PassHook
-	e := &Engine{path: path, file: f, pool: pool, model: batchedModel{m, bat}, base: m, bat: bat, placed: pl, tok: tok, ctxLen: ctxLen, log: opt.Log,
+	bat := batch.New(m, batch.Options{Slowdown: slowdown, KeyCost: batch.KeyCost(m.Hyper(), f), Log: opt.Log, Hook: opt.PassHook})
+	e := &Engine{path: path, file: f, pool: pool, model: bat.Model(), base: m, bat: bat, placed: pl, tok: tok, shapes: logits.NewVocab(tok), ctxLen: ctxLen, log: opt.Log,
 		prefillChunk: prefillChunk, size: newStateSize(m.Hyper(), opt.KVType), freed: make(chan struct{})}
 	for range nseq {
 		q := &seq{e: e}
@@ -386,7 +404,7 @@ func (e *Engine) Close() error {
 	if e.cache != nil {
 		cerr = e.cache.Close()
 	}
-	e.bat.close()
+	e.bat.Close()
 	for _, q := range e.slots {
 		if c, ok := q.state.(interface{ Close() }); ok { // a GPU state's device buffers
 			c.Close()
@@ -455,11 +473,10 @@ type Token struct {
 }
 
 // TokenLogprob is a token and its log-probability.
-type TokenLogprob struct {
-	ID      int32
-	Piece   []byte
-	Logprob float32
-}
+type TokenLogprob = logits.TokenLogprob
+
+// Constraint limits a generation's output to a grammar's language.
+type Constraint = logits.Constraint
 
 // Result summarises a finished generation.
 type Result struct {
@@ -500,8 +517,8 @@ func (e *Engine) Generate(ctx context.Context, req Request, emit func(Token) err
 // generateOn is Generate on slot q, which tryAcquire took for req; the
 // caller releases q.
 func (e *Engine) generateOn(ctx context.Context, q *seq, req Request, emit func(Token) error) (Result, error) {
-	e.bat.active.Add(1)
-	defer e.bat.active.Add(-1)
+	e.bat.Begin()
+	defer e.bat.End()
 	return q.generate(ctx, req, emit)
 }
 
@@ -530,7 +547,7 @@ func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error)
 	if req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs {
 		return res, fmt.Errorf("top_logprobs must be in [0, %d], got %d", MaxTopLogprobs, req.TopLogprobs)
 	}
-	sh := e.newShaper(req)
+	sh := e.shapes.Shaper(req.Constraint, req.Penalties, req.Prompt)
 	st := q.sequence()
 	q.sampler = sample.New(req.Sample) // seeded per request: same seed, same output
 	maxTokens := req.MaxTokens
@@ -568,7 +585,7 @@ func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error)
 	one := make([]int32, 1)
 	// greedy steps pick their token on the device, unless the logits are
 	// needed on the host
-	greedy := e.bat.mg != nil && req.Sample.Greedy() && sh == nil && !req.Logprobs
+	greedy := e.bat.Greedy() && req.Sample.Greedy() && sh == nil && !req.Logprobs
 	next := int32(-1) // the token a greedy step already picked on the device
 	for len(res.Tokens) < maxTokens {
 		if err := ctx.Err(); err != nil {
@@ -602,7 +619,7 @@ func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error)
 		one[0] = id
 		if greedy {
 			top := q.top[:1]
-			err := e.bat.greedyPass(model.SeqBatch{State: q.state, Batch: model.ChainBatch(one, q.state.Len(), false)}, top)
+			err := e.bat.GreedyPass(model.SeqBatch{State: q.state, Batch: model.ChainBatch(one, q.state.Len(), false)}, top)
 			e.lastStep.Store(time.Now().UnixNano())
 			if err != nil {
 				return res, err
@@ -619,7 +636,7 @@ func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error)
 // emitToken appends id to the result and hands it to emit; done reports
 // that the generation ended (an end-of-generation token, ErrStop from
 // emit, or maxTokens reached).
-func (e *Engine) emitToken(req Request, res *Result, sh *shaper, id int32, row []float32, maxTokens int, emit func(Token) error) (done bool, err error) {
+func (e *Engine) emitToken(req Request, res *Result, sh *logits.Shaper, id int32, row []float32, maxTokens int, emit func(Token) error) (done bool, err error) {
 	res.Tokens = append(res.Tokens, id)
 	if !req.IgnoreEOS && e.tok.IsEOG(id) {
 		res.FinishReason = "stop"
@@ -632,7 +649,11 @@ func (e *Engine) emitToken(req Request, res *Result, sh *shaper, id int32, row [
 	}
 	tok := Token{ID: id, Piece: e.tok.Piece(id)}
 	if req.Logprobs && row != nil {
-		e.logprobs(&tok, row, req)
+		temp := 1.0 // a greedy pick's distribution
+		if !req.Sample.Greedy() {
+			temp = float64(req.Sample.Temperature)
+		}
+		tok.Logprob, tok.Top = e.shapes.Logprobs(row, temp, id, req.TopLogprobs)
 	}
 	if err := emit(tok); err != nil {
 		if errors.Is(err, ErrStop) {
@@ -641,7 +662,7 @@ func (e *Engine) emitToken(req Request, res *Result, sh *shaper, id int32, row [
 		}
 		return true, err
 	}
-	if sh != nil && sh.finished() {
+	if sh != nil && sh.Finished() {
 		res.FinishReason = "stop" // the grammar's sentence is complete
 		return true, nil
 	}
@@ -684,7 +705,7 @@ func (q *seq) restore(st model.State, prompt []int32) int {
 	if !ok {
 		return 0
 	}
-	if err := e.bat.do(func() error { return st.Restore(sn) }); err != nil {
+	if err := e.bat.Do(func() error { return st.Restore(sn) }); err != nil {
 		e.log.Error().Err(err).Int("tokens", sn.Len).Msg("prefix cache: restore failed; prefilling the whole prompt")
 		st.Reset()
 		return 0
@@ -712,7 +733,7 @@ func (q *seq) prefill(ctx context.Context, prompt []int32, publishAt []int, hidd
 	// on, ending at the publish positions too (as without a budget: output
 	// does not depend on the other sequences); the batcher may run one in
 	// pieces (its per-pass budget beside other sequences' decode steps) of
-	// MinPrefillChunk tokens or more, each sent with the whole chunk's
+	// batch.MinPrefillChunk tokens or more, each sent with the whole chunk's
 	// length (model.Batch.Chunk), so that its tokens are computed as in
 	// the whole chunk.
 	refStart, refEnd := q.state.Len(), q.state.Len()
@@ -732,7 +753,7 @@ func (q *seq) prefill(ctx context.Context, prompt []int32, publishAt []int, hidd
 		}
 		b := model.ChainBatch(prompt[start:refEnd], start, false)
 		b.Chunk = refEnd - refStart
-		ran, err := e.bat.prefill(model.SeqBatch{State: q.state, Batch: b, Logits: q.logits, Hidden: h}, MinPrefillChunk)
+		ran, err := e.bat.Prefill(model.SeqBatch{State: q.state, Batch: b, Logits: q.logits, Hidden: h}, batch.MinPrefillChunk)
 		if err != nil {
 			return err
 		}
@@ -743,7 +764,7 @@ func (q *seq) prefill(ctx context.Context, prompt []int32, publishAt []int, hidd
 			stops = stops[1:]
 		}
 		if publish {
-			if err := e.bat.do(func() error { _, err := e.cache.Publish(prompt[:end], q.state); return err }); err != nil {
+			if err := e.bat.Do(func() error { _, err := e.cache.Publish(prompt[:end], q.state); return err }); err != nil {
 				e.log.Error().Err(err).Int("tokens", end).Msg("prefix cache: publish failed")
 			}
 		}
@@ -759,16 +780,6 @@ func (e *Engine) CacheStats() (st state.Stats, ok bool) {
 		return state.Stats{}, false
 	}
 	return e.cache.Stats(), true
-}
-
-// multiGreedy is a model whose multi-sequence pass can take greedy decode
-// steps picking the tokens where the logits are (engine/gpu: argmax on
-// the device, so a step reads back one token a sequence, not a vocabulary
-// of logits; sample.Argmax's tie rule): top[i] receives sequence i's
-// tokens, or is nil for a sequence that wants its logits in
-// seqs[i].Logits.
-type multiGreedy interface {
-	ForwardMultiGreedy(seqs []model.SeqBatch, top [][]int32) error
 }
 
 // decode runs one token (one[0]) after the sequence and leaves its logits.

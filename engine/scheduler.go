@@ -281,10 +281,10 @@ func (s *Scheduler) Waiting() int {
 
 // LastBeat is when the worker last showed it was alive (idle ticks, each
 // prefill chunk and decode step, request boundaries): a systemd watchdog
-// pings only while this is recent. A broken engine (broken.go) beats no
+// pings only while this is recent. A broken engine (engine/batch) beats no
 // more after the panic: the watchdog then has systemd restart edgellmd.
 func (s *Scheduler) LastBeat() time.Time {
-	if p := s.eng.bat.broken.Load(); p != nil {
+	if p := s.eng.bat.Broken(); p != nil {
 		return p.At
 	}
 	return time.Unix(0, max(s.lastBeat.Load(), s.eng.lastStep.Load()))

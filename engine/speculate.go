@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/edgellmd/edgellmd/engine/logits"
 	"github.com/edgellmd/edgellmd/engine/speculative"
 )
 
@@ -35,9 +36,9 @@ func (q *seq) drafter(cfg speculative.Config) *speculative.Decoder {
 // first output token (the last of res.Tokens, not yet run through the
 // model): each step verifies a draft tree in one forward pass and emits
 // the accepted tokens and the model's own next one.
-func (q *seq) decodeSpeculative(ctx context.Context, dec *speculative.Decoder, req Request, sh *shaper, maxTokens int, res *Result, emit func(Token) error) error {
+func (q *seq) decodeSpeculative(ctx context.Context, dec *speculative.Decoder, req Request, sh *logits.Shaper, maxTokens int, res *Result, emit func(Token) error) error {
 	e := q.e
-	st := seqState{q.state, e.bat} // its Commit goes through the batcher
+	st := e.bat.State(q.state) // its Commit goes through the batcher
 	var shape speculative.Shaper
 	if sh != nil {
 		shape = sh

@@ -1,9 +1,10 @@
-package engine
+package logits
 
 import (
 	"bytes"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/edgellmd/edgellmd/engine/grammar"
 	"github.com/edgellmd/edgellmd/engine/sample"
@@ -23,15 +24,15 @@ type Constraint struct {
 	Trigger string
 }
 
-// shaper is a request's speculative.Shaper: its grammar (lazy or not) and
+// Shaper is a request's speculative.Shaper: its grammar (lazy or not) and
 // its penalties. Clones share what does not change within a step (the
 // counts of the tokens before it) and keep their own tokens since.
-type shaper struct {
+type Shaper struct {
 	g   *grammarShape // nil: no grammar
 	pen *penaltyShape // nil: no penalties
 }
 
-func (s *shaper) Shape(row []float32) {
+func (s *Shaper) Shape(row []float32) {
 	if s.pen != nil {
 		s.pen.shape(row)
 	}
@@ -40,9 +41,9 @@ func (s *shaper) Shape(row []float32) {
 	}
 }
 
-func (s *shaper) Allows(tok int32) bool { return s.g == nil || s.g.allows(tok) }
+func (s *Shaper) Allows(tok int32) bool { return s.g == nil || s.g.allows(tok) }
 
-func (s *shaper) Accept(tok int32) error {
+func (s *Shaper) Accept(tok int32) error {
 	if s.g != nil {
 		if err := s.g.accept(tok); err != nil {
 			return err
@@ -54,8 +55,8 @@ func (s *shaper) Accept(tok int32) error {
 	return nil
 }
 
-func (s *shaper) Clone() speculative.Shaper {
-	c := &shaper{}
+func (s *Shaper) Clone() speculative.Shaper {
+	c := &Shaper{}
 	if s.g != nil {
 		c.g = s.g.clone()
 	}
@@ -65,9 +66,9 @@ func (s *shaper) Clone() speculative.Shaper {
 	return c
 }
 
-// finished reports that a grammar that is not lazy has a complete sentence
+// Finished reports that a grammar that is not lazy has a complete sentence
 // that nothing can extend: the generation is over.
-func (s *shaper) finished() bool {
+func (s *Shaper) Finished() bool {
 	return s.g != nil && s.g.trigger == nil && s.g.m.Finished()
 }
 
@@ -287,24 +288,40 @@ func (ps *penaltyShape) clone() *penaltyShape {
 	return &c
 }
 
-// newShaper returns req's shaper, nil when it has neither grammar nor
-// penalties.
-func (e *Engine) newShaper(req Request) *shaper {
-	sh := &shaper{}
-	if c := req.Constraint; c != nil && c.Grammar != nil {
-		v := e.grammarVocab()
-		mask := make([]uint64, (v.Size()+63)/64)
-		g := &grammarShape{g: c.Grammar, v: v, piece: e.tok.Piece, isEOG: e.tok.IsEOG, mask: &mask}
+// Vocab is what shaping needs of a model's tokenizer, built once and
+// shared by every request: the vocabulary as grammars see it and the lazy
+// grammars' trigger indexes, each made on first use. Any goroutine may use
+// it.
+type Vocab struct {
+	tok      *tokenizer.Tokenizer
+	once     sync.Once
+	grammar  *grammar.Vocab
+	mu       sync.Mutex // guards triggers
+	triggers map[string]*triggerIndex
+}
+
+// NewVocab returns the shaping vocabulary of tok.
+func NewVocab(tok *tokenizer.Tokenizer) *Vocab { return &Vocab{tok: tok} }
+
+// Shaper returns the shaper of a request with constraint c (nil: none),
+// penalties p and prompt (the repetition window starts in it); nil when it
+// has neither grammar nor penalties.
+func (v *Vocab) Shaper(c *Constraint, p sample.Penalties, prompt []int32) *Shaper {
+	sh := &Shaper{}
+	if c != nil && c.Grammar != nil {
+		gv := v.Grammar()
+		mask := make([]uint64, (gv.Size()+63)/64)
+		g := &grammarShape{g: c.Grammar, v: gv, piece: v.tok.Piece, isEOG: v.tok.IsEOG, mask: &mask}
 		if c.Trigger != "" {
 			g.trigger = []byte(c.Trigger)
-			g.trig = e.triggerIndex(c.Trigger)
+			g.trig = v.triggerIndex(c.Trigger)
 		} else {
-			g.m = c.Grammar.NewMatcher(v)
+			g.m = c.Grammar.NewMatcher(gv)
 		}
 		sh.g = g
 	}
-	if req.Penalties.Active() {
-		sh.pen = newPenaltyShape(req.Penalties, req.Prompt)
+	if p.Active() {
+		sh.pen = newPenaltyShape(p, prompt)
 	}
 	if sh.g == nil && sh.pen == nil {
 		return nil
@@ -314,54 +331,55 @@ func (e *Engine) newShaper(req Request) *shaper {
 
 // triggerIndex returns the tokens that may complete trigger, made on
 // first use and kept (a few triggers per template).
-func (e *Engine) triggerIndex(trigger string) *triggerIndex {
-	e.gmu.Lock()
-	defer e.gmu.Unlock()
-	if ti, ok := e.triggers[trigger]; ok {
+func (v *Vocab) triggerIndex(trigger string) *triggerIndex {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if ti, ok := v.triggers[trigger]; ok {
 		return ti
 	}
-	if e.triggers == nil || len(e.triggers) > 16 {
-		e.triggers = map[string]*triggerIndex{}
+	if v.triggers == nil || len(v.triggers) > 16 {
+		v.triggers = map[string]*triggerIndex{}
 	}
-	ti := newTriggerIndex([]byte(trigger), e.tok.Piece, len(e.tok.Vocab().Tokens))
-	e.triggers[trigger] = ti
+	ti := newTriggerIndex([]byte(trigger), v.tok.Piece, len(v.tok.Vocab().Tokens))
+	v.triggers[trigger] = ti
 	return ti
 }
 
-// grammarVocab is the tokenizer's vocabulary as grammars see it, made on
-// first use: every token's bytes but control tokens', which no grammar
-// allows (end-of-generation tokens are allowed where a sentence may end).
-func (e *Engine) grammarVocab() *grammar.Vocab {
-	e.gmu.Lock()
-	defer e.gmu.Unlock()
-	if e.gvocab != nil {
-		return e.gvocab
-	}
-	tv := e.tok.Vocab()
-	pieces := make([][]byte, len(tv.Tokens))
-	var eog []int32
-	for id := range pieces {
-		t := int32(id)
-		switch {
-		case e.tok.IsEOG(t):
-			eog = append(eog, t)
-		case tv.Types != nil && (tv.Types[id] == tokenizer.TypeControl || tv.Types[id] == tokenizer.TypeUnused):
-		default:
-			pieces[id] = e.tok.Piece(t)
+// Grammar is the tokenizer's vocabulary as grammars see it, made on first
+// use: every token's bytes but control tokens', which no grammar allows
+// (end-of-generation tokens are allowed where a sentence may end).
+func (v *Vocab) Grammar() *grammar.Vocab {
+	v.once.Do(func() {
+		tok := v.tok
+		tv := tok.Vocab()
+		pieces := make([][]byte, len(tv.Tokens))
+		var eog []int32
+		for id := range pieces {
+			t := int32(id)
+			switch {
+			case tok.IsEOG(t):
+				eog = append(eog, t)
+			case tv.Types != nil && (tv.Types[id] == tokenizer.TypeControl || tv.Types[id] == tokenizer.TypeUnused):
+			default:
+				pieces[id] = tok.Piece(t)
+			}
 		}
-	}
-	e.gvocab = grammar.NewVocab(pieces, eog)
-	return e.gvocab
+		v.grammar = grammar.NewVocab(pieces, eog)
+	})
+	return v.grammar
 }
 
-// logprobs fills tok's log-probability and its top alternatives from row,
-// the shaped logits it was drawn from, at the request's temperature (1
-// when greedy).
-func (e *Engine) logprobs(tok *Token, row []float32, req Request) {
-	temp := float64(1)
-	if !req.Sample.Greedy() {
-		temp = float64(req.Sample.Temperature)
-	}
+// TokenLogprob is a token and its log-probability.
+type TokenLogprob struct {
+	ID      int32
+	Piece   []byte
+	Logprob float32
+}
+
+// Logprobs is token id's log-probability in row, the shaped logits it
+// was drawn from, at temperature temp (1 for a greedy pick), and the top
+// (at most) most likely tokens of that distribution, most likely first.
+func (v *Vocab) Logprobs(row []float32, temp float64, id int32, top int) (float32, []TokenLogprob) {
 	maxL := math.Inf(-1)
 	for _, l := range row {
 		maxL = max(maxL, float64(l))
@@ -374,30 +392,29 @@ func (e *Engine) logprobs(tok *Token, row []float32, req Request) {
 	}
 	lse := maxL/temp + math.Log(sum)
 	lp := func(id int32) float32 { return float32(float64(row[id])/temp - lse) }
-	tok.Logprob = lp(tok.ID)
-	if req.TopLogprobs == 0 {
-		return
+	if top == 0 {
+		return lp(id), nil
 	}
-	top := make([]TokenLogprob, 0, req.TopLogprobs+1)
+	best := make([]TokenLogprob, 0, top+1)
 	for id, l := range row {
 		if math.IsInf(float64(l), -1) {
 			continue
 		}
-		if len(top) == req.TopLogprobs && l <= row[top[len(top)-1].ID] {
+		if len(best) == top && l <= row[best[len(best)-1].ID] {
 			continue
 		}
-		at := len(top)
-		for at > 0 && row[top[at-1].ID] < l {
+		at := len(best)
+		for at > 0 && row[best[at-1].ID] < l {
 			at--
 		}
-		top = append(top, TokenLogprob{})
-		copy(top[at+1:], top[at:])
-		top[at] = TokenLogprob{ID: int32(id)}
-		top = top[:min(len(top), req.TopLogprobs)]
+		best = append(best, TokenLogprob{})
+		copy(best[at+1:], best[at:])
+		best[at] = TokenLogprob{ID: int32(id)}
+		best = best[:min(len(best), top)]
 	}
-	for i := range top {
-		top[i].Piece = e.tok.Piece(top[i].ID)
-		top[i].Logprob = lp(top[i].ID)
+	for i := range best {
+		best[i].Piece = v.tok.Piece(best[i].ID)
+		best[i].Logprob = lp(best[i].ID)
 	}
-	tok.Top = top
+	return lp(id), best
 }

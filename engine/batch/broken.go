@@ -1,4 +1,4 @@
-package engine
+package batch
 
 import (
 	"errors"
@@ -31,20 +31,15 @@ func (p *PassPanic) Error() string {
 
 func (p *PassPanic) Is(target error) bool { return target == ErrBroken }
 
-// Broken returns the panic that broke the engine, or nil while it works.
+// Broken returns the panic that broke the batcher, or nil while it works.
 // Any goroutine may call it.
-func (e *Engine) Broken() error {
-	if p := e.bat.broken.Load(); p != nil {
-		return p
-	}
-	return nil
-}
+func (b *Batcher) Broken() *PassPanic { return b.broken.Load() }
 
 // guard runs fn on the batcher's goroutine and turns a panic in it (or in
 // the kernel workers it drives: tensor.HelperPanic) into a *PassPanic that
 // breaks the batcher. The pass's requests get that error; nothing after it
 // runs on the model, so nothing from it reaches the prefix cache.
-func (b *batcher) guard(fn func() error) (err error) {
+func (b *Batcher) guard(fn func() error) (err error) {
 	if p := b.broken.Load(); p != nil {
 		return p
 	}
@@ -62,8 +57,8 @@ func (b *batcher) guard(fn func() error) (err error) {
 			Msg("a forward pass panicked: the engine is marked broken (/health answers 503) until edgellmd is restarted")
 		err = b.broken.Load()
 	}()
-	if b.passHook != nil {
-		b.passHook()
+	if b.hook != nil {
+		b.hook()
 	}
 	return fn()
 }

@@ -1,4 +1,4 @@
-package engine
+package batch
 
 import (
 	"fmt"
@@ -56,12 +56,16 @@ const (
 type passCost struct {
 	// decode[k] is the EMA of a decode-only pass of k sequences, seconds;
 	// 0 while none was measured.
-	decode   [maxBatchStat + 1]float64
+	decode   [MaxStatSize + 1]float64
 	keyCost  float64
 	perToken float64 // seconds; 0 while unknown
 }
 
 func newPassCost(keyCost float64) *passCost { return &passCost{keyCost: keyCost} }
+
+// KeyCost is Options.KeyCost for a model file: keyCostOf its shape over
+// its decoder layers' linear weights.
+func KeyCost(hp model.Hyper, f *gguf.File) float64 { return keyCostOf(hp, linearWeights(f, hp.Layers)) }
 
 // keyCostOf is passCost.keyCost for a model: attention does 4*head_dim
 // FLOPs per head and key (q.k and the weighted v), the matrix products 2
@@ -107,12 +111,12 @@ func chunkKeys(n, pos int) float64 {
 // fixed is the predicted decode-only pass of k sequences (k >= 1), from
 // the nearest batch size measured; 0 when none was.
 func (c *passCost) fixed(k int) float64 {
-	k = min(max(k, 1), maxBatchStat)
-	for d := 0; d <= maxBatchStat; d++ {
+	k = min(max(k, 1), MaxStatSize)
+	for d := 0; d <= MaxStatSize; d++ {
 		if k-d >= 1 && c.decode[k-d] > 0 {
 			return c.decode[k-d]
 		}
-		if k+d <= maxBatchStat && c.decode[k+d] > 0 {
+		if k+d <= MaxStatSize && c.decode[k+d] > 0 {
 			return c.decode[k+d]
 		}
 	}
@@ -126,7 +130,7 @@ func (c *passCost) observe(decoders, tokens int, keys float64, el time.Duration)
 	s := el.Seconds()
 	if tokens == 0 {
 		if decoders > 0 {
-			k := min(decoders, maxBatchStat)
+			k := min(decoders, MaxStatSize)
 			if c.decode[k] == 0 {
 				c.decode[k] = s
 			} else {

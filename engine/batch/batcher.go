@@ -1,4 +1,4 @@
-package engine
+package batch
 
 import (
 	"errors"
@@ -12,27 +12,17 @@ import (
 	"github.com/edgellmd/edgellmd/engine/model"
 )
 
-// The model, its kernels' worker pool and (on a GPU) its queue serve one
-// caller at a time. Each sequence slot runs its generation on its own
-// goroutine; the batcher is the one goroutine that touches the model: it
-// gathers the forward passes the running sequences ask for and runs them
-// as one (model.ForwardMulti), so that a decode step reads the weights
-// once for every sequence, and it runs their other model work (state
-// commits, the MTP head, snapshots) one at a time between passes. A
-// prompt chunk beside others' decode steps is cut to the pass's token
-// budget (passcost.go).
-
 // gatherWait bounds how long a pass waits for the running sequences that
 // have not asked for theirs yet (they are sampling, or doing other work
 // between steps) before it runs without them.
 const gatherWait = 2 * time.Millisecond
 
-// maxBatchStat is the largest batch size BatchStats counts by itself.
-const maxBatchStat = 16
+// MaxStatSize is the largest batch size Stats counts by itself.
+const MaxStatSize = 16
 
-type batcher struct {
+type Batcher struct {
 	m  model.Model
-	mg multiGreedy // m, when it picks greedy tokens on the device
+	mg MultiGreedy // m, when it picks greedy tokens on the device
 	// slowdown is Options.DecodeSlowdown (0: no budget); cost predicts
 	// passes for it.
 	slowdown            float64
@@ -48,22 +38,22 @@ type batcher struct {
 	seqs                []model.SeqBatch
 	tops                [][]int32
 	forwardFn, greedyFn func() error // forward and greedy, bound once
-	stats               BatchStats
+	stats               Stats
 	statsMu             chan struct{} // a one-slot lock for stats (read by the metrics)
 	// broken is the panic that broke the engine (broken.go): set once, by
 	// guard; from then on every request is answered with it.
 	broken atomic.Pointer[PassPanic]
-	// passHook, when set (Options.PassHook), runs before each guarded call.
-	passHook func()
-	log      zerolog.Logger
+	// hook, when set (Options.Hook), runs before each guarded call.
+	hook func()
+	log  zerolog.Logger
 }
 
-// BatchStats count the forward passes the batcher ran.
-type BatchStats struct {
+// Stats count the forward passes the batcher ran.
+type Stats struct {
 	Passes int64 // forward passes
 	// BySize[n-1] counts the passes that served n sequences (the last
-	// entry: maxBatchStat or more).
-	BySize [maxBatchStat]int64
+	// entry: MaxStatSize or more).
+	BySize [MaxStatSize]int64
 	// PrefillChunks are the prompt chunks run (each in a pass, possibly
 	// beside other sequences' decode steps), PrefillTokens their tokens;
 	// BudgetedChunks those the per-pass token budget cut short, HeldChunks
@@ -76,7 +66,7 @@ type BatchStats struct {
 
 type fwdReq struct {
 	seq     model.SeqBatch
-	top     []int32      // a greedy step's tokens, picked on the device (multiGreedy); nil: logits
+	top     []int32      // a greedy step's tokens, picked on the device (MultiGreedy); nil: logits
 	fn      func() error // exclusive work instead of a pass
 	prefill bool
 	floor   int // a prompt chunk's smallest piece (MinPrefillChunk)
@@ -84,18 +74,57 @@ type fwdReq struct {
 	err     chan error
 }
 
-func newBatcher(m model.Model, slowdown, keyCost float64) *batcher {
+// Options configure a Batcher.
+type Options struct {
+	// Slowdown bounds a pass that carries a prompt chunk beside other
+	// sequences' decode steps to this multiple of a decode-only pass
+	// (engine.Options.DecodeSlowdown); <= 1: no budget, chunks run whole.
+	Slowdown float64
+	// KeyCost is what attending to one key costs against a prompt token's
+	// matrix products (KeyCost(hp, f)).
+	KeyCost float64
+	Log     zerolog.Logger
+	// Hook, when set, is called on the batcher's goroutine before each
+	// forward pass and each other piece of model work it runs, where a
+	// panic is contained (broken.go): tests inject failures with it.
+	Hook func()
+}
+
+// New starts the batcher's goroutine for m; Close stops it.
+func New(m model.Model, o Options) *Batcher {
+	slowdown := o.Slowdown
 	if slowdown <= 1 {
 		slowdown = 0
 	}
-	mg, _ := m.(multiGreedy)
-	b := &batcher{m: m, mg: mg, slowdown: slowdown, cost: newPassCost(keyCost), reqs: make(chan *fwdReq), quit: make(chan struct{}), done: make(chan struct{}), statsMu: make(chan struct{}, 1)}
+	mg, _ := m.(MultiGreedy)
+	b := &Batcher{m: m, mg: mg, slowdown: slowdown, cost: newPassCost(o.KeyCost), log: o.Log, hook: o.Hook,
+		reqs: make(chan *fwdReq), quit: make(chan struct{}), done: make(chan struct{}), statsMu: make(chan struct{}, 1)}
 	b.forwardFn, b.greedyFn = b.forward, b.greedy
-	go b.run() // owned: close waits for it
+	go b.run() // owned: Close waits for it
 	return b
 }
 
-func (b *batcher) close() {
+// MultiGreedy is a model whose multi-sequence pass can take greedy decode
+// steps picking the tokens where the logits are (engine/gpu: argmax on
+// the device, so a step reads back one token a sequence, not a vocabulary
+// of logits; sample.Argmax's tie rule): top[i] receives sequence i's
+// tokens, or is nil for a sequence that wants its logits in
+// seqs[i].Logits.
+type MultiGreedy interface {
+	ForwardMultiGreedy(seqs []model.SeqBatch, top [][]int32) error
+}
+
+// Greedy reports whether the model picks greedy tokens on the device
+// (MultiGreedy): GreedyPass may be used.
+func (b *Batcher) Greedy() bool { return b.mg != nil }
+
+// Begin and End bracket a sequence's generation: while it runs, a pass
+// waits a little (gatherWait) for its next step before it runs without it.
+func (b *Batcher) Begin() { b.active.Add(1) }
+func (b *Batcher) End()   { b.active.Add(-1) }
+
+// Close stops the batcher's goroutine; work sent after it fails.
+func (b *Batcher) Close() {
 	close(b.quit)
 	<-b.done
 }
@@ -103,7 +132,7 @@ func (b *batcher) close() {
 // errEngineClosed answers work sent after close.
 var errEngineClosed = errors.New("engine: closed")
 
-func (b *batcher) send(seq model.SeqBatch, top []int32, prefill bool, floor int, fn func() error) (ran int, err error) {
+func (b *Batcher) send(seq model.SeqBatch, top []int32, prefill bool, floor int, fn func() error) (ran int, err error) {
 	r, _ := b.free.Get().(*fwdReq)
 	if r == nil {
 		r = &fwdReq{err: make(chan error, 1)}
@@ -124,36 +153,36 @@ func (b *batcher) send(seq model.SeqBatch, top []int32, prefill bool, floor int,
 	return ran, err
 }
 
-// pass runs one sequence's forward pass, with those of the others that are
+// Pass runs one sequence's forward pass, with those of the others that are
 // ready.
-func (b *batcher) pass(sb model.SeqBatch) error {
+func (b *Batcher) Pass(sb model.SeqBatch) error {
 	_, err := b.send(sb, nil, false, 0, nil)
 	return err
 }
 
-// greedyPass is pass for a greedy step on a model that picks the tokens on
+// GreedyPass is Pass for a greedy step on a model that picks the tokens on
 // the device (b.mg): top receives the most likely token of each row of sb
 // that wants logits, and sb.Logits is not used.
-func (b *batcher) greedyPass(sb model.SeqBatch, top []int32) error {
+func (b *Batcher) GreedyPass(sb model.SeqBatch, top []int32) error {
 	_, err := b.send(sb, top, false, 0, nil)
 	return err
 }
 
-// prefill runs a prompt chunk (a chain) in a pass, with the others' steps
+// Prefill runs a prompt chunk (a chain) in a pass, with the others' steps
 // that are ready, and returns how many of its tokens ran: its first ones,
 // all of them unless the pass's token budget cut the chunk, into pieces of
 // floor tokens at least (the one that ran and the rest).
-func (b *batcher) prefill(sb model.SeqBatch, floor int) (ran int, err error) {
+func (b *Batcher) Prefill(sb model.SeqBatch, floor int) (ran int, err error) {
 	return b.send(sb, nil, true, floor, nil)
 }
 
-// do runs fn on the batcher's goroutine, between passes.
-func (b *batcher) do(fn func() error) error {
+// Do runs fn on the batcher's goroutine, between passes.
+func (b *Batcher) Do(fn func() error) error {
 	_, err := b.send(model.SeqBatch{}, nil, false, 0, fn)
 	return err
 }
 
-func (b *batcher) run() {
+func (b *Batcher) run() {
 	defer close(b.done)
 	var pending []*fwdReq
 	timer := time.NewTimer(time.Hour)
@@ -212,7 +241,7 @@ func (b *batcher) run() {
 // within slowdown, their slowest steps do not. Before any decode-only
 // pass was measured the chunks sit one pass out (it measures one).
 // Chunks held back are returned, the rest of reqs kept in place.
-func (b *batcher) budget(reqs []*fwdReq) (run, held []*fwdReq) {
+func (b *Batcher) budget(reqs []*fwdReq) (run, held []*fwdReq) {
 	prefills := 0
 	for _, r := range reqs {
 		if r.prefill {
@@ -272,7 +301,7 @@ func (b *batcher) budget(reqs []*fwdReq) (run, held []*fwdReq) {
 // prompt chunks held back for the next one (budget). A sequence whose
 // batch is refused (nothing of the pass ran) gets its error and the others
 // run without it.
-func (b *batcher) runPass(reqs []*fwdReq) (held []*fwdReq) {
+func (b *Batcher) runPass(reqs []*fwdReq) (held []*fwdReq) {
 	b.statsMu <- struct{}{}
 	reqs, held = b.budget(reqs)
 	<-b.statsMu
@@ -323,13 +352,13 @@ func (b *batcher) runPass(reqs []*fwdReq) (held []*fwdReq) {
 // forward and greedy run the pass that runPass gathered in b.seqs (and
 // b.tops); bound once, as forwardFn and greedyFn, so a pass does not
 // allocate a closure.
-func (b *batcher) forward() error { return model.ForwardMulti(b.m, b.seqs) }
-func (b *batcher) greedy() error  { return b.mg.ForwardMultiGreedy(b.seqs, b.tops) }
+func (b *Batcher) forward() error { return model.ForwardMulti(b.m, b.seqs) }
+func (b *Batcher) greedy() error  { return b.mg.ForwardMultiGreedy(b.seqs, b.tops) }
 
-func (b *batcher) count(reqs []*fwdReq) {
+func (b *Batcher) count(reqs []*fwdReq) {
 	b.statsMu <- struct{}{}
 	b.stats.Passes++
-	b.stats.BySize[min(len(reqs), maxBatchStat)-1]++
+	b.stats.BySize[min(len(reqs), MaxStatSize)-1]++
 	for _, r := range reqs {
 		if r.prefill {
 			b.stats.PrefillChunks++
@@ -339,18 +368,26 @@ func (b *batcher) count(reqs []*fwdReq) {
 	<-b.statsMu
 }
 
-func (b *batcher) snapshotStats() BatchStats {
+// Stats returns the counts of the passes run so far.
+func (b *Batcher) Stats() Stats {
 	b.statsMu <- struct{}{}
 	defer func() { <-b.statsMu }()
 	return b.stats
 }
+
+// Model is the model as a sequence's goroutine sees it (batchedModel).
+func (b *Batcher) Model() model.Model { return batchedModel{b.m, b} }
+
+// State is a sequence's state as its goroutine hands it to the speculative
+// decoder (seqState).
+func (b *Batcher) State(st model.State) model.State { return seqState{st, b} }
 
 // batchedModel is the model as a sequence's goroutine sees it: every call
 // that runs the model goes through the batcher. The speculative decoder
 // takes it as its target.
 type batchedModel struct {
 	model.Model
-	b *batcher
+	b *Batcher
 }
 
 func (p batchedModel) Forward(st model.State, bt model.Batch, logits []float32) error {
@@ -358,12 +395,12 @@ func (p batchedModel) Forward(st model.State, bt model.Batch, logits []float32) 
 }
 
 func (p batchedModel) ForwardHidden(st model.State, bt model.Batch, logits, hidden []float32) error {
-	return p.b.pass(model.SeqBatch{State: rawState(st), Batch: bt, Logits: logits, Hidden: hidden})
+	return p.b.Pass(model.SeqBatch{State: rawState(st), Batch: bt, Logits: logits, Hidden: hidden})
 }
 
 func (p batchedModel) NewState(n int) model.State {
 	var st model.State
-	_ = p.b.do(func() error { st = p.Model.NewState(n); return nil })
+	_ = p.b.Do(func() error { st = p.Model.NewState(n); return nil })
 	return st
 }
 
@@ -378,17 +415,17 @@ func (p batchedModel) MTP() model.MTPHead {
 // batchedHead is the MTP head through the batcher (one call at a time).
 type batchedHead struct {
 	model.MTPHead
-	b *batcher
+	b *Batcher
 }
 
 func (h batchedHead) NewState(n int) model.State {
 	var st model.State
-	_ = h.b.do(func() error { st = h.MTPHead.NewState(n); return nil })
+	_ = h.b.Do(func() error { st = h.MTPHead.NewState(n); return nil })
 	return st
 }
 
 func (h batchedHead) Forward(st model.State, bt model.Batch, hidden, logits, hiddenOut []float32) error {
-	return h.b.do(func() error { return h.MTPHead.Forward(st, bt, hidden, logits, hiddenOut) })
+	return h.b.Do(func() error { return h.MTPHead.Forward(st, bt, hidden, logits, hiddenOut) })
 }
 
 // seqState is a sequence's state as its goroutine hands it to the
@@ -396,11 +433,11 @@ func (h batchedHead) Forward(st model.State, bt model.Batch, hidden, logits, hid
 // model's pool) goes through the batcher.
 type seqState struct {
 	model.State
-	b *batcher
+	b *Batcher
 }
 
 func (s seqState) Commit(path []int) error {
-	return s.b.do(func() error { return s.State.Commit(path) })
+	return s.b.Do(func() error { return s.State.Commit(path) })
 }
 
 // rawState is the model's own state inside a seqState.

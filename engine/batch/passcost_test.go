@@ -1,4 +1,4 @@
-package engine
+package batch
 
 import (
 	"fmt"
@@ -69,7 +69,7 @@ func testPassCostChunk(t *testing.T, off float64) {
 // that it is not cut to the minimum for good; a piece over a pass's
 // allowance waits for passes that save up for it.
 func TestBatcherBudget(t *testing.T) {
-	b := &batcher{slowdown: 2.5, cost: newPassCost(0)}
+	b := &Batcher{slowdown: 2.5, cost: newPassCost(0)}
 	chunk := func() *fwdReq {
 		bt := model.ChainBatch(make([]int32, 256), 1000, false)
 		return &fwdReq{seq: model.SeqBatch{Batch: bt}, prefill: true, floor: MinPrefillChunk, ran: 256}
