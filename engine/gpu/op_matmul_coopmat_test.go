@@ -198,6 +198,9 @@ var skinnyCases = []struct {
 	shapes []struct{ rows, cols int }
 }{
 	{tensor.Q8_0, 0, []struct{ rows, cols int }{{17, 64}, {75, 288}, {3, 160}}},
+	{tensor.F16, 0, []struct{ rows, cols int }{{33, 37}, {40, 300}, {1, 9}}},
+	{tensor.NVFP4, tensor.NVFP4ActQ8, []struct{ rows, cols int }{{17, 64}, {40, 320}}},
+	{tensor.NVFP4, tensor.NVFP4ActFP4, []struct{ rows, cols int }{{17, 64}, {40, 320}}},
 }
 
 // TestMatMulCoopMatQ8Exact makes every float step of the Q8_0 product

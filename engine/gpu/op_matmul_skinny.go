@@ -43,16 +43,21 @@ func (d *Device) skinnyShape(t tile, kind mmKind) (skinny, bool) {
 	if t.M <= 0 || t.N <= 0 || t.K <= 0 || 32%t.K != 0 || sgs <= 0 {
 		return skinny{}, false
 	}
-	sk := skinny{CM: max(1, mmSkinnyRows/t.M), CN: max(1, (mmSkinnyVectors+t.N-1)/t.N)}
-	bm, bn := sk.CM*t.M, sk.CN*t.N
 	lim := d.d.Props.Limits
-	if (bm*bn)%sgs != 0 || uint32(4*sgs) > lim.MaxComputeWorkGroupInvocations {
+	if uint32(4*sgs) > lim.MaxComputeWorkGroupInvocations {
 		return skinny{}, false
 	}
-	for _, kb := range []int{4, 2, 1} {
-		sk.KB = kb
-		if uint32(skinnyShared(kind, t, sk)) <= lim.MaxComputeSharedMemorySize {
-			return sk, true
+	// The most rows, then the deepest stage, that the shared memory takes.
+	for cm := max(1, mmSkinnyRows/t.M); cm >= 1; cm /= 2 {
+		sk := skinny{CM: cm, CN: max(1, (mmSkinnyVectors+t.N-1)/t.N)}
+		if (sk.CM*t.M*sk.CN*t.N)%sgs != 0 {
+			continue
+		}
+		for _, kb := range []int{4, 2, 1} {
+			sk.KB = kb
+			if uint32(skinnyShared(kind, t, sk)) <= lim.MaxComputeSharedMemorySize {
+				return sk, true
+			}
 		}
 	}
 	return skinny{}, false
@@ -77,20 +82,26 @@ func skinnyShared(kind mmKind, t tile, sk skinny) int {
 // coopSkinny is the tile and skinny specialization for w's product of n
 // vectors converted as kind, if it runs on the skinny shaders: on the
 // cooperative-matrix path, n from Device.skinnyMin to below
-// Device.coopMin, and a type whose products have them (Q8_0).
+// Device.coopMin, and a product with a tile shader (Q8_0, NVFP4 W4A8 and
+// W4A4, F16: coopTile's).
 func (r *Recorder) coopSkinny(w *Matrix, kind mmKind, n int) (tile, skinny, bool) {
 	d := r.dev
 	if d.matmul != MatMulCoopMat || n < d.skinnyMin || n >= d.coopMin {
 		return tile{}, skinny{}, false
 	}
 	var t tile
+	size := kind // the shared memory's layout
 	switch {
 	case w.Type == tensor.Q8_0 && kind == mmQ8:
 		t = d.tiles.i8
+	case w.Type == tensor.NVFP4 && (kind == mmQ8 || kind == mmFP4):
+		t, size = d.tiles.i8, mmFP4
+	case w.Type == tensor.F16 && kind == mmHalf:
+		t = d.tiles.f16
 	default:
 		return tile{}, skinny{}, false
 	}
-	sk, ok := d.skinnyShape(t, kind)
+	sk, ok := d.skinnyShape(t, size)
 	return t, sk, ok
 }
 
@@ -101,9 +112,18 @@ func (r *Recorder) matMulSkinny(w *Matrix, kind mmKind, n int, t tile, sk skinny
 	vgroups := (n + bn - 1) / bn
 	groups := (w.Rows + bm - 1) / bm * vgroups
 	spec := []uint32{uint32(4 * r.dev.info.SubgroupSize), uint32(t.M), uint32(t.N), uint32(t.K), uint32(sk.CM), uint32(sk.CN), uint32(sk.KB)}
-	switch {
-	case kind == mmQ8 && w.Type == tensor.Q8_0:
-		r.Dispatch("matmul_cms_q8_0", spec, Groups(groups),
-			[]uint32{uint32(w.Rows), uint32(w.Cols), uint32(n), uint32(vgroups), uint32(groups), inOff, scaleOff, doff}, wb, in, db)
+	push := []uint32{uint32(w.Rows), uint32(w.Cols), uint32(n), uint32(vgroups), uint32(groups), inOff, scaleOff, doff}
+	switch w.Type {
+	case tensor.NVFP4:
+		mode := uint32(0) // W4A8
+		if kind == mmFP4 {
+			mode = 1
+		}
+		push = []uint32{uint32(w.Rows), uint32(w.Cols), uint32(n), uint32(vgroups), uint32(groups), inOff, scaleOff, ioff, doff}
+		r.Dispatch("matmul_cms_nvfp4", append(spec, mode), Groups(groups), push, wb, in, db)
+	case tensor.Q8_0:
+		r.Dispatch("matmul_cms_q8_0", spec, Groups(groups), push, wb, in, db)
+	default:
+		r.Dispatch("matmul_cms_half", spec, Groups(groups), push, wb, in, db)
 	}
 }
