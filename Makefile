@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/edgellmd
 MODEL   ?= testdata/models/stories260K.gguf
 
-.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check mesa26-root gpu-test-mesa26 agents-check fleet-check
+.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check mesa26-root gpu-test-mesa26 agents-check fleet-check apt-repo apt-repo-check
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/edgellmd
@@ -133,6 +133,19 @@ agents-check:
 # (scripts/fleet-check.sh; about 1.5 minutes on 2 cores; needs nginx and python3).
 fleet-check:
 	GO=$(GO) bash scripts/fleet-check.sh
+
+# A signed apt repository of the amd64 and arm64 .debs for a fleet, under
+# bin/apt-repo (public/ is what a web server serves; scripts/apt-repo.sh says
+# more; APT_REPO_URL, APT_REPO_KEY). Needs aptly and gpg.
+apt-repo:
+	GO=$(GO) bash scripts/apt-repo.sh
+
+# The repository from a box's side, as root: a debootstrapped bookworm booted
+# with systemd installs from it, upgrades with its config and prefix cache
+# kept, pins back, and refuses unsigned and wrongly signed repositories
+# (scripts/apt-repo-check.sh).
+apt-repo-check:
+	GO=$(GO) bash scripts/apt-repo-check.sh
 
 clean:
 	rm -rf bin
