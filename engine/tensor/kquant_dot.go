@@ -343,10 +343,11 @@ func q4kDotsGo(q []byte, act []q8KAct, stride, n int, sc *[8]int16, out []int32)
 }
 
 // q4KRepackedRows computes rows [lo,hi) of a repacked Q4_K product for all
-// j.n vectors: each weight block is decoded once and its integer sums
-// taken against every vector's block at once (q4kDots), then each
-// vector's two accumulators step as in dotQ4KRepacked, whose bits these
-// are.
+// j.n vectors, with dotQ4KRepacked's bits: one vector a whole row per call
+// (dotQ4KRepackedRow); several, eight rows at a time against groups of up
+// to q4kTileVectors vectors in a register tile (q4kTile), and rows past
+// the last group of eight each weight block decoded once for all vectors
+// (q4kStep).
 func (j *mmJob) q4KRepackedRows(worker, lo, hi int) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/qkK, m.rowBytes()
@@ -356,9 +357,29 @@ func (j *mmJob) q4KRepackedRows(worker, lo, hi int) {
 		}
 		return
 	}
-	acc := growF32(&j.kAcc[worker], 2*n)
+	acc := growF32(&j.kAcc[worker], max(2*n, 16*min(n, q4kTileVectors)))
+	r := lo
+	if useSIMD {
+		rbuf := growI32(&j.kSum[worker], 64*min(n, q4kTileVectors))
+		for ; r+8 <= hi; r += 8 {
+			w := m.Data[r*rb : (r+8)*rb]
+			for v0 := 0; v0 < n; v0 += q4kTileVectors {
+				g := min(q4kTileVectors, n-v0)
+				a := acc[:16*g]
+				clear(a)
+				q4kTile(w, rb, j.actK[v0*nb:], nb, nb, g, rbuf, a)
+				for v := 0; v < g; v++ {
+					out := j.dst[(v0+v)*m.Rows+r : (v0+v)*m.Rows+r+8]
+					for i := range out {
+						out[i] = a[16*v+i] - a[16*v+8+i]
+					}
+				}
+			}
+		}
+	}
 	var sm [4]uint32
-	for r := lo; r < hi; r++ {
+	for ; r < hi; r++ {
+		acc := acc[:2*n]
 		clear(acc)
 		row := m.Data[r*rb : (r+1)*rb]
 		for b := 0; b < nb; b++ {
@@ -371,6 +392,10 @@ func (j *mmJob) q4KRepackedRows(worker, lo, hi int) {
 		}
 	}
 }
+
+// q4kTileVectors is how many vectors one q4kTile call takes: their lanes
+// (256 bytes each) and accumulators stay in the core's first-level cache.
+const q4kTileVectors = 32
 
 // q4KScaleBytes unpacks a Q4_K block's twelve scale bytes as ggml's
 // kernels do (the utmp shuffle): bytes 0-7 of sm the eight 6-bit scales,

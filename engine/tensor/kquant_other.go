@@ -31,3 +31,7 @@ func dotQ6KRow(row []byte, act []q8KAct) float32 { return dotQ6K(row, act) }
 func dotQ5KRow(row []byte, act []q8KAct) float32 { return dotQ5K(row, act) }
 
 func dotIQ4XSRow(row []byte, act []q8KAct) float32 { return dotIQ4XS(row, act) }
+
+func q4kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, rbuf []int32, acc []float32) {
+	q4kTileGo(w, rb, act, astride, nb, n, acc)
+}

@@ -30,3 +30,38 @@ func legacyTileGo(t DType, w []byte, rb int, act []q8Act, astride, nb, n int, ac
 		}
 	}
 }
+
+// q4kTileGo is eight rows of a repacked Q4_K matrix (w: the first row's
+// nb blocks, rows rb bytes apart) against n vectors' Q8_K blocks
+// (act[v*astride:]): acc[16v+r] and acc[16v+8+r] step block by block as
+// dotQ4KRepacked's acc and accMin do for row r and vector v. The twin of
+// q4kTileAVX2.
+func q4kTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	var sc, mins [8]int32
+	for r := 0; r < 8; r++ {
+		row := w[r*rb : r*rb+nb*q4KBytes]
+		for b := 0; b < nb; b++ {
+			blk := row[b*q4KBytes : (b+1)*q4KBytes]
+			q4KScales(blk[4:16], &sc, &mins)
+			dw, dmin := f16At(blk), f16At(blk[2:])
+			for v := 0; v < n; v++ {
+				a := &act[v*astride+b]
+				var s, sm int32
+				for c := 0; c < 8; c++ {
+					var p int32
+					for k := 0; k < 32; k++ {
+						q := blk[16+32*(c/2)+k]
+						if c%2 == 1 {
+							q >>= 4
+						}
+						p += int32(q&0xF) * int32(a.q[32*c+k])
+					}
+					s += sc[c] * p
+					sm += mins[c] * (int32(a.bsums[2*c]) + int32(a.bsums[2*c+1]))
+				}
+				acc[16*v+r] = fmaF(float32(s), dw*a.d, acc[16*v+r])
+				acc[16*v+8+r] = fmaF(float32(sm), dmin*a.d, acc[16*v+8+r])
+			}
+		}
+	}
+}

@@ -19,3 +19,17 @@ func legacyTile(t DType, w []byte, rb int, act []q8Act, astride, nb, n int, acc 
 	var scratch [288]byte
 	legacyTileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8Act{})), nb, n, &lut[0], &scratch[0], &acc[0])
 }
+
+//go:noescape
+func q4kTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, rbuf *byte, acc *float32)
+
+// q4kTile: see q4kTileGo. rbuf is the kernel's scratch, 64*n int32.
+func q4kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, rbuf []int32, acc []float32) {
+	if !useSIMD || nb == 0 || n == 0 {
+		q4kTileGo(w, rb, act, astride, nb, n, acc)
+		return
+	}
+	_, _, _, _ = w[7*rb+nb*q4KBytes-1], act[(n-1)*astride+nb-1], acc[16*n-1], rbuf[64*n-1]
+	var scratch [416]byte
+	q4kTileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], (*byte)(unsafe.Pointer(&rbuf[0])), &acc[0])
+}

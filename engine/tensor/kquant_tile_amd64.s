@@ -125,3 +125,230 @@ ltnext:
 ltdone:
 	VZEROUPPER
 	RET
+
+// Q4_K's tile: rows one at a time against every vector (phase 1: the
+// eight 32-bit lanes of each (row, vector), the row's quants unpacked once
+// into Y0-Y7 and its chunk scales broadcast once into scratch), then each
+// vector's eight rows summed across lanes by a VPHADDD tree and stepped
+// in eight-lane float registers (phase 2).
+//
+// scratch (416 bytes): 0 the eight chunks' scale vectors (16 int16 each);
+// 256 the eight rows' minimums (8 int16 each); 384 d_w and 400 dmin_w of
+// the eight rows (F16).
+
+// q4kShuf: VPSHUFB masks, mask c broadcasting byte c as int16.
+DATA q4kShuf<>+0(SB)/8, $0x8000800080008000
+DATA q4kShuf<>+8(SB)/8, $0x8000800080008000
+DATA q4kShuf<>+16(SB)/8, $0x8000800080008000
+DATA q4kShuf<>+24(SB)/8, $0x8000800080008000
+DATA q4kShuf<>+32(SB)/8, $0x8001800180018001
+DATA q4kShuf<>+40(SB)/8, $0x8001800180018001
+DATA q4kShuf<>+48(SB)/8, $0x8001800180018001
+DATA q4kShuf<>+56(SB)/8, $0x8001800180018001
+DATA q4kShuf<>+64(SB)/8, $0x8002800280028002
+DATA q4kShuf<>+72(SB)/8, $0x8002800280028002
+DATA q4kShuf<>+80(SB)/8, $0x8002800280028002
+DATA q4kShuf<>+88(SB)/8, $0x8002800280028002
+DATA q4kShuf<>+96(SB)/8, $0x8003800380038003
+DATA q4kShuf<>+104(SB)/8, $0x8003800380038003
+DATA q4kShuf<>+112(SB)/8, $0x8003800380038003
+DATA q4kShuf<>+120(SB)/8, $0x8003800380038003
+DATA q4kShuf<>+128(SB)/8, $0x8004800480048004
+DATA q4kShuf<>+136(SB)/8, $0x8004800480048004
+DATA q4kShuf<>+144(SB)/8, $0x8004800480048004
+DATA q4kShuf<>+152(SB)/8, $0x8004800480048004
+DATA q4kShuf<>+160(SB)/8, $0x8005800580058005
+DATA q4kShuf<>+168(SB)/8, $0x8005800580058005
+DATA q4kShuf<>+176(SB)/8, $0x8005800580058005
+DATA q4kShuf<>+184(SB)/8, $0x8005800580058005
+DATA q4kShuf<>+192(SB)/8, $0x8006800680068006
+DATA q4kShuf<>+200(SB)/8, $0x8006800680068006
+DATA q4kShuf<>+208(SB)/8, $0x8006800680068006
+DATA q4kShuf<>+216(SB)/8, $0x8006800680068006
+DATA q4kShuf<>+224(SB)/8, $0x8007800780078007
+DATA q4kShuf<>+232(SB)/8, $0x8007800780078007
+DATA q4kShuf<>+240(SB)/8, $0x8007800780078007
+DATA q4kShuf<>+248(SB)/8, $0x8007800780078007
+GLOBL q4kShuf<>(SB), RODATA|NOPTR, $256
+
+// Q4KUNP(j, lo, hi): the low and high nibbles of quant bytes 32j..32j+31
+// of the block at SI (sub-blocks 2j and 2j+1).
+#define Q4KUNP(j, lo, hi) \
+	VMOVDQU (16+j*32)(SI), lo; \
+	VPSRLW $4, lo, hi; \
+	VPAND Y15, lo, lo; \
+	VPAND Y15, hi, hi
+
+// SCV(c): scale vector c from the scale bytes in Y8.
+#define SCV(c) \
+	VPSHUFB q4kShuf<>+(32*c)(SB), Y8, Y9; \
+	VMOVDQU Y9, (32*c)(R14)
+
+// CH(c, w): lanes (Y8) += scale c times the chunk's pair sums.
+#define CH(c, w) \
+	VPMADDUBSW (32*c)(DX), w, Y9; \
+	VPMADDWD (32*c)(R14), Y9, Y9; \
+	VPADDD Y9, Y8, Y8
+
+// func q4kTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, rbuf *byte, acc *float32)
+// Eight rows of nb repacked Q4_K blocks (w: the first row; rows rb bytes
+// apart) against n >= 1 vectors' Q8_K blocks (act, then every astride
+// bytes), in the arithmetic of ggml_gemm_q4_K_8x8_q8_K: per block s =
+// sum_c sc[c]*(w*x over sub-block c), smin = sum_c min[c]*(c's activation
+// sum), acc[16v+r] = fma(float(s), d_w*d_x, acc[16v+r]) and acc[16v+8+r]
+// = fma(float(smin), dmin_w*d_x, acc[16v+8+r]). rbuf: 256*n bytes.
+TEXT ·q4kTileAVX2(SB), NOSPLIT, $0-72
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	MOVQ rbuf+56(FP), R12
+	MOVQ w+0(FP), R8
+	TESTQ CX, CX
+	JEQ q4ktdone
+
+q4ktblock:
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVQ R8, SI
+	XORQ R9, R9
+
+q4ktrow:
+	// the utmp shuffle: R10 scales 0-3, R13 scales 4-7, R11 mins 0-3, AX mins 4-7
+	MOVL 4(SI), R10
+	MOVL 8(SI), R11
+	MOVL 12(SI), R13
+	MOVL R11, AX
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	MOVL R13, DX
+	SHRL $4, DX
+	ANDL $0x0F0F0F0F, DX
+	ORL DX, AX
+	ANDL $0x3F3F3F3F, R11
+	MOVL R10, DX
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ANDL $0x0F0F0F0F, R13
+	ORL DX, R13
+	ANDL $0x3F3F3F3F, R10
+	VMOVD R11, X9
+	VPINSRD $1, AX, X9, X9
+	VPMOVZXBW X9, X9
+	MOVQ R9, AX
+	SHLQ $4, AX
+	VMOVDQU X9, 256(R14)(AX*1)   // the row's minimums
+	VMOVD R10, X8
+	VPINSRD $1, R13, X8, X8
+	VPBROADCASTQ X8, Y8
+	SCV(0)
+	SCV(1)
+	SCV(2)
+	SCV(3)
+	SCV(4)
+	SCV(5)
+	SCV(6)
+	SCV(7)
+	MOVWLZX (SI), AX
+	MOVW AX, 384(R14)(R9*2)
+	MOVWLZX 2(SI), AX
+	MOVW AX, 400(R14)(R9*2)
+	Q4KUNP(0, Y0, Y1)
+	Q4KUNP(1, Y2, Y3)
+	Q4KUNP(2, Y4, Y5)
+	Q4KUNP(3, Y6, Y7)
+	MOVQ DI, DX
+	MOVQ R9, AX
+	SHLQ $5, AX
+	ADDQ R12, AX
+	MOVQ n+40(FP), R10
+
+q4ktvec:
+	VPMADDUBSW 0(DX), Y0, Y9
+	VPMADDWD 0(R14), Y9, Y8
+	CH(1, Y1)
+	CH(2, Y2)
+	CH(3, Y3)
+	CH(4, Y4)
+	CH(5, Y5)
+	CH(6, Y6)
+	CH(7, Y7)
+	VMOVDQU Y8, (AX)
+	ADDQ $256, AX
+	ADDQ astride+24(FP), DX
+	DECQ R10
+	JNZ q4ktvec
+
+	ADDQ BX, SI
+	INCQ R9
+	CMPQ R9, $8
+	JLT q4ktrow
+
+	// phase 2: DX the vector's block, AX its rbuf, SI its accumulators
+	VCVTPH2PS 384(R14), Y14      // d_w
+	VCVTPH2PS 400(R14), Y15      // dmin_w
+	VMOVDQU 256(R14), X10        // minimums, rows p and p+4
+	VINSERTI128 $1, 320(R14), Y10, Y10
+	VMOVDQU 272(R14), X11
+	VINSERTI128 $1, 336(R14), Y11, Y11
+	VMOVDQU 288(R14), X12
+	VINSERTI128 $1, 352(R14), Y12, Y12
+	VMOVDQU 304(R14), X13
+	VINSERTI128 $1, 368(R14), Y13, Y13
+	MOVQ DI, DX
+	MOVQ R12, AX
+	MOVQ acc+64(FP), SI
+	MOVQ n+40(FP), R10
+
+q4kt2:
+	VMOVDQU 0(AX), Y0
+	VPHADDD 32(AX), Y0, Y0
+	VMOVDQU 64(AX), Y1
+	VPHADDD 96(AX), Y1, Y1
+	VPHADDD Y1, Y0, Y0           // rows 0-3, low and high lanes apart
+	VMOVDQU 128(AX), Y1
+	VPHADDD 160(AX), Y1, Y1
+	VMOVDQU 192(AX), Y2
+	VPHADDD 224(AX), Y2, Y2
+	VPHADDD Y2, Y1, Y1           // rows 4-7
+	VPERM2I128 $0x20, Y1, Y0, Y2
+	VPERM2I128 $0x31, Y1, Y0, Y3
+	VPADDD Y3, Y2, Y2            // s of rows 0-7
+	VCVTDQ2PS Y2, Y2
+	VBROADCASTSS 288(DX), Y3     // d_x
+	VMULPS Y14, Y3, Y4           // d_w*d_x
+	VMOVUPS (SI), Y5
+	VFMADD231PS Y4, Y2, Y5
+	VMOVUPS Y5, (SI)
+	VMOVDQU 256(DX), Y6          // bsums
+	VPHADDW Y6, Y6, Y6
+	VPERMQ $0x88, Y6, Y6         // the eight sub-blocks' sums, in both halves
+	VPMADDWD Y10, Y6, Y7
+	VPMADDWD Y11, Y6, Y8
+	VPHADDD Y8, Y7, Y7
+	VPMADDWD Y12, Y6, Y8
+	VPMADDWD Y13, Y6, Y9
+	VPHADDD Y9, Y8, Y8
+	VPHADDD Y8, Y7, Y7           // smin of rows 0-7
+	VCVTDQ2PS Y7, Y7
+	VMULPS Y15, Y3, Y4           // dmin_w*d_x
+	VMOVUPS 32(SI), Y5
+	VFMADD231PS Y4, Y7, Y5
+	VMOVUPS Y5, 32(SI)
+	ADDQ $64, SI
+	ADDQ $256, AX
+	ADDQ astride+24(FP), DX
+	DECQ R10
+	JNZ q4kt2
+
+	ADDQ $144, R8
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q4ktblock
+
+q4ktdone:
+	VZEROUPPER
+	RET

@@ -63,3 +63,69 @@ func TestLegacyTileAVX2(t *testing.T) {
 		}
 	})
 }
+
+// q8KActGen draws n Q8_K activation blocks with their sums.
+func q8KActGen(t *rapid.T, n int) []q8KAct {
+	act := make([]q8KAct, n)
+	for i := range act {
+		copy(act[i].q[:], actGen().Draw(t, "x"))
+		for k := range act[i].bsums {
+			s := 0
+			for _, x := range act[i].q[16*k : 16*k+16] {
+				s += int(x)
+			}
+			act[i].bsums[k] = int16(s)
+		}
+		act[i].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
+	}
+	return act
+}
+
+// TestQ4KTileAVX2: the eight-row tile of repacked Q4_K gives its Go
+// twin's bits (and, from zero, dotQ4KRepacked's for every row and vector)
+// on random blocks, scales (extremes included), activations and strides,
+// for 1 to 9 vectors.
+func TestQ4KTileAVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
+		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q4KBytes
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
+		w := bytesGen(8*rb).Draw(t, "w")
+		for r := 0; r < 8; r++ {
+			for b := 0; b < nb; b++ {
+				for _, o := range []int{0, 2} {
+					h := f16Gen().Draw(t, "d")
+					w[r*rb+b*q4KBytes+o], w[r*rb+b*q4KBytes+o+1] = byte(h), byte(h>>8)
+				}
+			}
+		}
+		act := q8KActGen(t, n*astride)
+		got, want := make([]float32, 16*n), make([]float32, 16*n)
+		for i := range got {
+			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
+			want[i] = got[i]
+		}
+		rbuf := make([]int32, 64*n)
+		q4kTile(w, rb, act, astride, nb, n, rbuf, got)
+		q4kTileGo(w, rb, act, astride, nb, n, want)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("acc[%d] (vector %d, row %d, minimums %v): AVX2 %g, Go %g", i, i/16, i%8, i%16 >= 8, got[i], want[i])
+			}
+		}
+		clear(got)
+		q4kTile(w, rb, act, astride, nb, n, rbuf, got)
+		for v := 0; v < n; v++ {
+			for r := 0; r < 8; r++ {
+				d := dotQ4KRepacked(w[r*rb:r*rb+nb*q4KBytes], act[v*astride:v*astride+nb])
+				if g := got[16*v+r] - got[16*v+8+r]; math.Float32bits(g) != math.Float32bits(d) {
+					t.Fatalf("(row %d, vector %d): tile %g, dotQ4KRepacked %g", r, v, g, d)
+				}
+			}
+		}
+	})
+}
