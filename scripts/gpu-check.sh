@@ -17,7 +17,11 @@
 #      TFLOPS with the share of their multiply-adds on tensor cores, the
 #      decode step and the GB/s of weights it draws beside the device's copy
 #      bandwidth, a 16-token verify pass against a decode step, and whether
-#      the weights are used in place. A "summary" line per path.
+#      the weights are used in place. A "summary" line per path, and one
+#      with verify16/decode on both;
+#   4. the matrix products alone (bin/gpu.test's BenchmarkMatMulPaths):
+#      scalar shaders, the skinny tile shaders (what coopmat runs below 64
+#      vectors) and the 64x64 tiles, with a summary table of microseconds.
 #
 # Environment:
 #   BIN            edgellmd binary (default bin/edgellmd; built first when
@@ -64,6 +68,24 @@ step() { echo; echo "== $* ($(($(date +%s) - t0)) s)"; }
 fail() {
 	echo "FAIL  $*"
 	fails=$((fails + 1))
+}
+# pathsSummary < BenchmarkMatMulPaths output: per product and vector
+# count, the microseconds of the scalar shaders, the skinny tile shaders
+# and the 64x64 tile shaders side by side (the skinny ones are what coopmat
+# runs below 64 vectors: decode steps, verify trees, a few sequences).
+pathsSummary() {
+	awk '/^BenchmarkMatMulPaths\//{
+		split($1, p, "/"); path=p[5]; sub(/-[0-9]+$/, "", path); key=p[2] " " p[3] " " p[4]
+		for (i = 2; i < NF; i++) if ($(i+1) == "µs/product") us[key, path] = $i
+		if (!(key in seen)) { seen[key] = 1; order[++n] = key }
+	}
+	END {
+		if (n == 0) exit
+		printf "summary products (µs; BenchmarkMatMulPaths):\n%-42s %10s %10s %10s %14s\n", "product, vectors", "scalar", "skinny", "tiles", "scalar/skinny"
+		for (i = 1; i <= n; i++) { k = order[i]; a = us[k, "scalar"]; b = us[k, "skinny"]; c = us[k, "tiles"]
+			r = (a != "" && b != "" && b > 0) ? sprintf("%.2f", a / b) : "-"
+			printf "%-42s %10s %10s %10s %14s\n", k, a == "" ? "-" : a, b == "" ? "-" : b, c == "" ? "-" : c, r }
+	}'
 }
 havego=no
 if command -v "$GO" >/dev/null 2>&1; then havego=yes; fi
@@ -163,6 +185,11 @@ if [ "$haveBin" = no ]; then
 	fi
 	if (cd engine/gpu && timeout 200 $RUNNER ../../bin/gpu.test -test.run '^$' -test.bench MatMulPaths -test.benchtime 5x >"$WORK/paths.txt" 2>&1); then
 		grep -E 'Benchmark' "$WORK/paths.txt"
+		pathsSummary <"$WORK/paths.txt"
+		l=$(grep 'BenchmarkModel27B/coopmat' "$WORK/model27b.txt" | tail -1)
+		s=$(grep 'BenchmarkModel27B/scalar' "$WORK/model27b.txt" | tail -1)
+		echo "summary verify16/decode: scalar $(echo "$s" | sed -n 's|.* \([0-9.e+-]*\) verify16/decode.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.* \([0-9.e+-]*\) verify16/decode.*|\1|p');" \
+			"decode ms/step: scalar $(echo "$s" | sed -n 's|.* \([0-9.e+-]*\) decode_ms/step.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.* \([0-9.e+-]*\) decode_ms/step.*|\1|p')"
 	else
 		cat "$WORK/paths.txt"
 		fail "BenchmarkMatMulPaths"
@@ -197,6 +224,8 @@ if [ -s "$model" ]; then
 			--gen "$GEN" --runs "$RUNS" --json >"$WORK/bench-$mm.txt" 2>&1; then
 			cat "$WORK/bench-$mm.txt"
 			l=$(grep '^{' "$WORK/bench-$mm.txt" | tail -1)
+			vd=$(echo "$l" | field verify16_of_decode) dms=$(echo "$l" | field decode_step_ms) vms=$(echo "$l" | field verify16_step_ms)
+			if [ "$mm" = scalar ]; then vd_scalar=$vd dms_scalar=$dms vms_scalar=$vms; else vd_coopmat=$vd dms_coopmat=$dms vms_coopmat=$vms; fi
 			echo "summary $mm: prefill $(echo "$l" | field prefill_tok_s) tok/s, $(echo "$l" | field prefill_matmul_tflops) TFLOPS in matrix products," \
 				"$(echo "$l" | field prefill_tensor_core_share) of them on tensor cores ($(echo "$l" | field gpu_matmul_tiles));" \
 				"decode $(echo "$l" | field decode_step_ms) ms/step, $(echo "$l" | field decode_weight_gb_s) GB/s of weights against a copy rate of $(echo "$l" | field copy_gb_s) GB/s;" \
@@ -209,6 +238,20 @@ if [ -s "$model" ]; then
 			fail "edgellmd bench decode --device $DEVICE --gpu-matmul $mm"
 		fi
 	done
+	echo "summary verify16/decode: scalar ${vd_scalar:--}, coopmat ${vd_coopmat:--} (verify16 ms ${vms_scalar:--} and ${vms_coopmat:--};" \
+		"decode ms/step ${dms_scalar:--} and ${dms_coopmat:--})"
+fi
+# The products alone, from the test binary where there is one: the skinny
+# path's figures beside the scalar shaders'.
+if [ -x bin/gpu.test ]; then
+	step "4. the matrix products alone on $DEVICE: BenchmarkMatMulPaths (scalar, skinny and 64x64 tiles)"
+	if (cd engine/gpu && timeout 200 $RUNNER ../../bin/gpu.test -test.run '^$' -test.bench MatMulPaths -test.benchtime 5x >"$WORK/paths.txt" 2>&1); then
+		grep -E 'Benchmark' "$WORK/paths.txt"
+		pathsSummary <"$WORK/paths.txt"
+	else
+		cat "$WORK/paths.txt"
+		fail "BenchmarkMatMulPaths"
+	fi
 fi
 
 echo

@@ -293,12 +293,15 @@ func TestMatMulPath(t *testing.T) {
 	t.Logf("auto: %s %s; coopmat: %v", want, d.CoopMatTiles(), err)
 }
 
-// BenchmarkMatMulPaths times MatMul on the 27B model's FFN shapes (a
-// small one on Vulkan-on-the-CPU devices) for one vector (a decode step),
-// 16 (a verify pass), 32 to 128, and 512 (a prefill chunk), on the scalar shaders and
-// on cooperative matrices where the device has them, by the GPU's
-// timestamps (the activation conversion included): TFLOPS of the product
-// and GB/s of weights read.
+// BenchmarkMatMulPaths times MatMul on the 27B model's shapes (FFN up and
+// down, and the 248,320-row output head in Q8_0; a small one on
+// Vulkan-on-the-CPU devices) for one vector (a decode step), 4, 16 (a
+// verify pass), 32 to 128, and 512 (a prefill chunk), on the scalar
+// shaders and, where the device has cooperative matrices, on the skinny
+// tile shaders (below 64 vectors, what coopmat runs there) and the 64×64
+// tile shaders (16 vectors and more), by the GPU's timestamps (the
+// activation conversion included): TFLOPS of the product and GB/s of
+// weights read.
 //
 //	go test ./engine/gpu -run '^$' -bench MatMulPaths -benchtime 10x
 func BenchmarkMatMulPaths(b *testing.B) {
@@ -306,42 +309,61 @@ func BenchmarkMatMulPaths(b *testing.B) {
 	type shape struct {
 		name       string
 		rows, cols int
+		types      []tensor.DType
+		ns         []int
 	}
-	shapes := []shape{{"ffn_up_17408x5120", 17408, 5120}, {"ffn_down_5120x17408", 5120, 17408}}
+	all := []tensor.DType{tensor.Q8_0, tensor.F16, tensor.NVFP4}
+	ns := []int{1, 4, 16, 32, 64, 128, 512}
+	shapes := []shape{
+		{"ffn_up_17408x5120", 17408, 5120, all, ns},
+		{"ffn_down_5120x17408", 5120, 17408, all[:2], ns},
+		{"output_248320x5120", 248320, 5120, all[:1], []int{1, 16}},
+	}
 	if d.Info().Kind == KindCPU {
-		shapes = []shape{{"1024x1024", 1024, 1024}}
+		shapes = []shape{{"1024x1024", 1024, 1024, all, []int{1, 16, 64}}}
 	}
 	paths := []string{MatMulScalar}
 	if d.Info().CoopMat {
-		paths = append(paths, MatMulCoopMat)
+		paths = append(paths, "skinny", "tiles")
 	}
-	defer d.SetMatMul(MatMulAuto)
+	defer func() {
+		d.coopMin, d.skinnyMin = mmCoopMinVectors, mmSkinnyMinVectors
+		d.SetMatMul(MatMulAuto)
+	}()
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.F16} {
-		for _, sh := range shapes {
+	for _, sh := range shapes {
+		for _, typ := range sh.types {
 			cpuM := mmMatrix(b, rng, typ, sh.rows, sh.cols)
 			w, err := d.UploadMatrix("w", cpuM)
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, n := range []int{1, 16, 32, 64, 128, 512} {
+			for _, n := range sh.ns {
 				x := mmVectors(rng, n, sh.cols)
 				xb := mmBuffer(b, d, 0, f32Bytes(x), 0)
 				dBytes := 4 * int64(n) * int64(sh.rows)
 				db := mmBuffer(b, d, 0, nil, dBytes)
-				sBytes := MatMulScratchBytes(w, n, 0)
+				sBytes := MatMulScratchBytes(w, n, tensor.NVFP4ActQ8)
 				sb := mmBuffer(b, d, 0, nil, max(sBytes, 4))
 				for _, path := range paths {
-					if path == MatMulCoopMat && n < mmCoopMinVectors {
-						continue // the scalar path's, whatever the device's path
+					if path == "skinny" && n >= mmCoopMinVectors || path == "tiles" && n < 16 {
+						continue
 					}
 					b.Run(fmt.Sprintf("%s/%s/n=%d/%s", typ, sh.name, n, path), func(b *testing.B) {
-						if err := d.SetMatMul(path); err != nil {
+						mm := MatMulCoopMat
+						d.coopMin, d.skinnyMin = mmCoopMinVectors, 1
+						switch path {
+						case MatMulScalar:
+							mm = MatMulScalar
+						case "tiles":
+							d.coopMin = 1
+						}
+						if err := d.SetMatMul(mm); err != nil {
 							b.Fatal(err)
 						}
 						product := func() float64 {
 							r := d.Begin()
-							r.MatMul(db.Slice(0, dBytes), w, xb.Slice(0, 4*int64(len(x))), n, 0, sb.Slice(0, max(sBytes, 4)))
+							r.MatMul(db.Slice(0, dBytes), w, xb.Slice(0, 4*int64(len(x))), n, tensor.NVFP4ActQ8, sb.Slice(0, max(sBytes, 4)))
 							s, err := r.Submit()
 							if err != nil {
 								b.Fatal(err)
@@ -361,6 +383,9 @@ func BenchmarkMatMulPaths(b *testing.B) {
 						}
 					})
 				}
+				xb.Free()
+				db.Free()
+				sb.Free()
 			}
 			w.Free()
 		}

@@ -102,6 +102,12 @@ func (r *Recorder) coopSkinny(w *Matrix, kind mmKind, n int) (tile, skinny, bool
 		return tile{}, skinny{}, false
 	}
 	sk, ok := d.skinnyShape(t, size)
+	// Fewer vectors take fewer vector tiles (a decode step one): the
+	// stage, which orders the sums, stays the full shape's, so that a
+	// vector's bits do not depend on n.
+	if cn := (n + t.N - 1) / t.N; ok && cn < sk.CN && (sk.CM*t.M*cn*t.N)%d.info.SubgroupSize == 0 {
+		sk.CN = cn
+	}
 	return t, sk, ok
 }
 

@@ -150,6 +150,7 @@ void main() {
             if (blk) {
                 for (uint e = 0u; e < PER; e++) {
                     const uint i = lane + e * SGS, r = i / BN, v = i % BN;
+                    if (v0 + v >= pc.n) continue; // a vector past the end (its sums are zeros)
                     const float dw = dwsh[db + r * U + lu], dx = dxsh[xb + v * U + lu];
                     const float d = MODE == 0u ? (dw * 0.5) * dx : dw * dx;
                     acc[e] += d * float(csh[cb + i]);

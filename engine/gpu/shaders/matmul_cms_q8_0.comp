@@ -145,6 +145,7 @@ void main() {
             if (blk) {
                 for (uint e = 0u; e < PER; e++) {
                     const uint i = lane + e * SGS, r = i / BN, v = i % BN;
+                    if (v0 + v >= pc.n) continue; // a vector past the end (its sums are zeros)
                     acc[e] += (dwsh[db + r * KB + k] * dxsh[xb + v * KB + k]) * float(csh[cb + i]);
                 }
             }
