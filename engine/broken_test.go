@@ -10,6 +10,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/edgellmd/edgellmd/engine/gguf"
+	"github.com/edgellmd/edgellmd/engine/gpu"
+	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
@@ -60,27 +63,40 @@ func TestPassPanicBreaksEngine(t *testing.T) {
 	}
 }
 
-// TestGPURefusesKQuants: the GPU engine has no shaders for the K-quants
-// yet, so a Q4_K_M file asked to run there is refused at load with the
-// tensor, its type and what the GPU runs (before any device is opened:
-// this holds on a machine without one), never run on the CPU instead.
-func TestGPURefusesKQuants(t *testing.T) {
-	_, err := Load("../testdata/kquant/synth-kquant-Q4_K_M.gguf", Options{Threads: 1, KVType: tensor.F16, Device: "gpu:0", Log: zerolog.Nop()})
-	if err == nil {
-		t.Fatal("Load on gpu:0 accepted a Q4_K_M file")
+// TestGPUTypeCheck: the GPU engine runs every weight type the CPU engine
+// runs (the K-quants and legacy block types since issue 35), so a Q4_K_M
+// file passes its check; a matrix of a type its shaders lack is refused
+// at load with the tensor, its type and what the GPU runs (before any
+// device is opened: this holds on a machine without one), never run on
+// the CPU instead.
+func TestGPUTypeCheck(t *testing.T) {
+	f, err := gguf.Open("../testdata/kquant/synth-kquant-Q4_K_M.gguf")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{`tensor "output.weight" has type Q6_K`, "the GPU engine cannot run", "and 32 more", "F32, F16, BF16, Q8_0, NVFP4"} {
+	defer f.Close()
+	if err := model.CheckTypes(f, "the GPU engine", gpuRuns, "x"); err != nil {
+		t.Errorf("the GPU's type check refuses a Q4_K_M file: %v", err)
+	}
+	for _, typ := range []tensor.DType{tensor.F32, tensor.F16, tensor.BF16, tensor.Q8_0, tensor.NVFP4, tensor.Q4_0, tensor.Q4_1,
+		tensor.Q5_0, tensor.Q5_1, tensor.Q2_K, tensor.Q3_K, tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.IQ4_NL, tensor.IQ4_XS} {
+		cpu, onGPU := tensor.CPUSupports(typ), gpuRuns(&gguf.TensorInfo{Name: "m", Type: typ, Shape: []int64{256, 4}})
+		if !cpu || !onGPU {
+			t.Errorf("%s matrices: the CPU runs them %v, the GPU %v; want both", typ, cpu, onGPU)
+		}
+	}
+	bad := &gguf.File{Path: "x.gguf", Tensors: []gguf.TensorInfo{
+		{Name: "blk.0.ffn_up.weight", Type: tensor.Q4_K, Shape: []int64{256, 4}},
+		{Name: "blk.0.ffn_down.weight", Type: tensor.MXFP4, Shape: []int64{64, 4}},
+		{Name: "blk.1.ffn_down.weight", Type: tensor.MXFP4, Shape: []int64{64, 4}},
+	}}
+	err = model.CheckTypes(bad, "the GPU engine", gpuRuns, gpu.WeightTypes())
+	if err == nil {
+		t.Fatal("the GPU's type check accepted MXFP4 matrices")
+	}
+	for _, want := range []string{`tensor "blk.0.ffn_down.weight" has type MXFP4`, "the GPU engine cannot run", "and 1 more", "Q4_K", "IQ4_XS", "NVFP4"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if !IsDeviceError(err) {
-		t.Errorf("error %T is not a DeviceError", err)
-	}
-	// The CPU engine runs it.
-	e, err := Load("../testdata/kquant/synth-kquant-Q4_K_M.gguf", Options{Threads: 1, KVType: tensor.F16, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
 }

@@ -11,10 +11,10 @@ var getRowsType = map[tensor.DType]uint32{tensor.F32: 0, tensor.F16: 1, tensor.B
 
 // GetRows records dst[i*m.Cols:(i+1)*m.Cols] = row ids[i] of m dequantized
 // to F32 (ids: n int32), the same bits as tensor.Matrix.RowTo, for every
-// type tensor.DequantizeRow decodes (F32, F16, BF16, Q8_0, NVFP4): an
-// embedding lookup. An id outside [0, m.Rows) gives a row of zeros (the CPU
-// panics; the ids come from the device, which cannot say so). Errors stick
-// in the recorder.
+// type the GPU engine runs (WeightTypes; the block types through
+// getrows_kquant): an embedding lookup. An id outside [0, m.Rows) gives a
+// row of zeros (the CPU panics; the ids come from the device, which cannot
+// say so). Errors stick in the recorder.
 func (r *Recorder) GetRows(dst Range, m *Matrix, ids Range, n int) {
 	if r.err != nil {
 		return
@@ -29,8 +29,12 @@ func (r *Recorder) getRows(dst Range, m *Matrix, ids Range, n int) error {
 		return fmt.Errorf("no matrix")
 	}
 	typ, ok := getRowsType[m.Type]
+	shader := "getrows"
+	if k, kq := kqTypes[m.Type]; kq {
+		typ, ok, shader = k.getRows, true, "getrows_kquant"
+	}
 	if !ok {
-		return fmt.Errorf("type %s is not supported (want F32, F16, BF16, Q8_0 or NVFP4)", m.Type)
+		return fmt.Errorf("type %s is not supported (want %s)", m.Type, WeightTypes())
 	}
 	bad := func(format string, a ...any) error { // names the lookup; made on errors only
 		return fmt.Errorf("%d rows of a %s matrix %dx%d: %s", n, m.Type, m.Rows, m.Cols, fmt.Sprintf(format, a...))
@@ -60,7 +64,7 @@ func (r *Recorder) getRows(dst Range, m *Matrix, ids Range, n int) error {
 		return bad("dst and ids overlap")
 	}
 	vals := n * m.Cols
-	r.Dispatch("getrows", []uint32{mmConvWG, typ}, Groups((vals+mmConvWG-1)/mmConvWG),
+	r.Dispatch(shader, []uint32{mmConvWG, typ}, Groups((vals+mmConvWG-1)/mmConvWG),
 		[]uint32{uint32(n), uint32(m.Cols), uint32(m.Rows), ioff, doff}, m.binding(), Range{Buf: ids.Buf}, Range{Buf: dst.Buf})
 	return nil
 }

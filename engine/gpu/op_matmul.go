@@ -59,7 +59,10 @@ func mmActivations(w *Matrix, act tensor.NVFP4Activations) (mmKind, error) {
 		}
 		return 0, fmt.Errorf("NVFP4 activations %d: want NVFP4ActQ8, NVFP4ActF32 or NVFP4ActFP4", act)
 	}
-	return 0, fmt.Errorf("weight type %s is not supported (want F32, F16, BF16, Q8_0 or NVFP4)", w.Type)
+	if k, ok := kqActivations(w.Type); ok {
+		return k, nil
+	}
+	return 0, fmt.Errorf("weight type %s is not supported (want %s)", w.Type, WeightTypes())
 }
 
 // mmScratch is the scratch a conversion of n vectors of cols values takes.
@@ -72,6 +75,8 @@ func mmScratch(k mmKind, cols, n int) int64 {
 		return v + v/32*4
 	case mmFP4:
 		return v + v/16*4 + 4*int64(n)
+	case mmQ8K, mmQ8_1:
+		return kqScratch(k, v)
 	}
 	return 0
 }
@@ -217,6 +222,9 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 		r.Dispatch("quant_nvfp4", []uint32{mmConvWG}, Groups(n),
 			[]uint32{uint32(n), cols, xoff, soff, scaleOff, ioff, F32(w.InputScale)}, xb, sb, sb)
 		in, inOff = sb, soff
+	case mmQ8K, mmQ8_1:
+		scaleOff, ioff = r.kqQuantize(kind, xb, sb, xoff, soff, vals)
+		in, inOff = sb, soff
 	}
 	if kind != mmF32 {
 		r.Barrier()
@@ -280,6 +288,8 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 			mode = 2
 		}
 		spec = append(spec, mode, mmBool(inOff%4 == 0))
+	default:
+		name, spec = kqShader(w.Type, spec)
 	}
 	r.Dispatch(name, spec, Groups(groups),
 		[]uint32{uint32(w.Rows), cols, uint32(n), uint32(vgroups), uint32(groups), inOff, scaleOff, ioff, doff}, wb, in, db)

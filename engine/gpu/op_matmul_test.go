@@ -670,8 +670,8 @@ func TestMatMulErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q8.Free()
-	q4data := make([]byte, 4*2*18)
-	q4m, _ := tensor.NewMatrix(tensor.Q4_0, 4, 64, q4data)
+	q4data := make([]byte, 4*2*17) // MXFP4: a type no shader runs
+	q4m, _ := tensor.NewMatrix(tensor.MXFP4, 4, 64, q4data)
 	q4, err := d.UploadMatrix("q4", q4m)
 	if err != nil {
 		t.Fatal(err)
@@ -683,7 +683,7 @@ func TestMatMulErrors(t *testing.T) {
 		name, want string
 		rec        func(r *Recorder)
 	}{
-		{"type", "Q4_0", func(r *Recorder) { r.MatMul(buf.Slice(0, 32), q4, other.Slice(0, 512), 2, 0, buf.Slice(1024, 1024)) }},
+		{"type", "MXFP4", func(r *Recorder) { r.MatMul(buf.Slice(0, 32), q4, other.Slice(0, 512), 2, 0, buf.Slice(1024, 1024)) }},
 		{"short x", "x needs 512 bytes", func(r *Recorder) { r.MatMul(buf.Slice(0, 32), q8, other.Slice(0, 256), 2, 0, buf.Slice(1024, 1024)) }},
 		{"short dst", "dst needs 32 bytes", func(r *Recorder) { r.MatMul(buf.Slice(0, 16), q8, other.Slice(0, 512), 2, 0, buf.Slice(1024, 1024)) }},
 		{"short scratch", "scratch needs 144 bytes", func(r *Recorder) { r.MatMul(buf.Slice(0, 32), q8, other.Slice(0, 512), 2, 0, buf.Slice(1024, 100)) }},
@@ -695,7 +695,7 @@ func TestMatMulErrors(t *testing.T) {
 		{"bad shape", "bad shape", func(r *Recorder) {
 			r.MatMul(buf.Slice(0, 32), &Matrix{Type: tensor.Q8_0, Rows: 4, Cols: 48, RowBytes: 51, Buf: q8.Buf}, other.Slice(0, 512), 2, 0, buf.Slice(1024, 1024))
 		}},
-		{"rows type", "Q4_0", func(r *Recorder) { r.GetRows(buf.Slice(0, 512), q4, other.Slice(0, 8), 2) }},
+		{"rows type", "MXFP4", func(r *Recorder) { r.GetRows(buf.Slice(0, 512), q4, other.Slice(0, 8), 2) }},
 		{"rows short ids", "ids needs 8 bytes", func(r *Recorder) { r.GetRows(buf.Slice(0, 512), q8, other.Slice(0, 4), 2) }},
 		{"rows short dst", "dst needs 512 bytes", func(r *Recorder) { r.GetRows(buf.Slice(0, 256), q8, other.Slice(0, 8), 2) }},
 	} {
