@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
 // TestSystemFingerprint: the fingerprint names the model file's contents,
@@ -19,10 +20,15 @@ import (
 // of the file at another path and time has the same one).
 func TestSystemFingerprint(t *testing.T) {
 	cpu := engine.DeviceInfo{Engine: engine.EngineCPU, Name: "some CPU"}
-	base, desc, err := systemFingerprint(storiesModel, "1.2.0", cpu, "f16", "q8")
-	if err != nil {
-		t.Fatal(err)
+	fpOf := func(path, version string, dev engine.DeviceInfo, kv, act string) (string, string) {
+		t.Helper()
+		efp, err := engine.Fingerprint(path, tensor.KVTypeNames[kv], tensor.ActivationNames[act], dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return systemFingerprint(efp, version)
 	}
+	base, desc := fpOf(storiesModel, "1.2.0", cpu, "f16", "q8")
 	if !regexp.MustCompile(`^fp_[0-9a-f]{16}$`).MatchString(base) || !strings.Contains(desc, "edgellmd=1.2.0") {
 		t.Fatalf("fingerprint %q from %q", base, desc)
 	}
@@ -43,33 +49,30 @@ func TestSystemFingerprint(t *testing.T) {
 	if err := os.WriteFile(edited, changed, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fpOf := func(path, version string, dev engine.DeviceInfo, kv, act string) string {
+	fp1 := func(path, version string, dev engine.DeviceInfo, kv, act string) string {
 		t.Helper()
-		fp, _, err := systemFingerprint(path, version, dev, kv, act)
-		if err != nil {
-			t.Fatal(err)
-		}
+		fp, _ := fpOf(path, version, dev, kv, act)
 		return fp
 	}
-	if fpOf(copied, "1.2.0", engine.DeviceInfo{Engine: engine.EngineCPU, Name: "another CPU"}, "f16", "q8") != base {
+	if fp1(copied, "1.2.0", engine.DeviceInfo{Engine: engine.EngineCPU, Name: "another CPU"}, "f16", "q8") != base {
 		t.Error("a copy of the file, on another CPU, changed the fingerprint")
 	}
 	gpu := engine.DeviceInfo{Engine: engine.EngineVulkan, Name: "Orin", Driver: "nvidia 540"}
 	newer := gpu
 	newer.Driver = "nvidia 541"
 	for _, tc := range []struct{ name, a, b string }{
-		{"another version", base, fpOf(storiesModel, "1.2.1", cpu, "f16", "q8")},
-		{"another header", base, fpOf(edited, "1.2.0", cpu, "f16", "q8")},
-		{"another KV type", base, fpOf(storiesModel, "1.2.0", cpu, "fp8", "q8")},
-		{"other activations", base, fpOf(storiesModel, "1.2.0", cpu, "f16", "nvfp4")},
-		{"a GPU", base, fpOf(storiesModel, "1.2.0", gpu, "f16", "q8")},
-		{"another GPU driver", fpOf(storiesModel, "1.2.0", gpu, "f16", "q8"), fpOf(storiesModel, "1.2.0", newer, "f16", "q8")},
+		{"another version", base, fp1(storiesModel, "1.2.1", cpu, "f16", "q8")},
+		{"another header", base, fp1(edited, "1.2.0", cpu, "f16", "q8")},
+		{"another KV type", base, fp1(storiesModel, "1.2.0", cpu, "fp8", "q8")},
+		{"other activations", base, fp1(storiesModel, "1.2.0", cpu, "f16", "nvfp4")},
+		{"a GPU", base, fp1(storiesModel, "1.2.0", gpu, "f16", "q8")},
+		{"another GPU driver", fp1(storiesModel, "1.2.0", gpu, "f16", "q8"), fp1(storiesModel, "1.2.0", newer, "f16", "q8")},
 	} {
 		if tc.a == tc.b {
 			t.Errorf("%s: the same fingerprint %s", tc.name, tc.a)
 		}
 	}
-	if _, _, err := systemFingerprint(filepath.Join(dir, "missing.gguf"), "1.2.0", cpu, "f16", "q8"); err == nil {
+	if _, err := engine.Fingerprint(filepath.Join(dir, "missing.gguf"), tensor.F16, tensor.NVFP4ActQ8, cpu); err == nil {
 		t.Error("no error for a missing file")
 	}
 }
@@ -120,10 +123,7 @@ func TestAPISettingsReachTheServer(t *testing.T) {
 		SystemFingerprint string `json:"system_fingerprint"`
 	}
 	json.Unmarshal(body, &answer)
-	want, _, err := systemFingerprint(storiesModel, "9.9.9", d.eng.Load().Device(), "f16", "q8")
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, _ := systemFingerprint(d.eng.Load().Fingerprint(), "9.9.9")
 	if resp.StatusCode != 200 || answer.Model != "stories260K" || answer.SystemFingerprint != want {
 		t.Errorf("chat as gpt-4o-mini: %d %s, want system_fingerprint %s", resp.StatusCode, body, want)
 	}

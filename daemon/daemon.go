@@ -308,12 +308,8 @@ func (d *Daemon) load(cfg Config, path, name string) loadResult {
 	if err != nil { // the page shows less; serving goes on
 		d.log.Warn().Err(err).Msg("model details for the status page")
 	}
-	fp, fpDesc, err := systemFingerprint(path, d.opts.Version, eng.Device(), cfg.Model.KVType, cfg.Model.Activations)
-	if err != nil { // answers go without one; serving goes on
-		d.log.Warn().Err(err).Msg("system_fingerprint")
-	} else {
-		d.log.Info().Str("system_fingerprint", fp).Str("from", fpDesc).Msg("system fingerprint")
-	}
+	fp, fpDesc := systemFingerprint(eng.Fingerprint(), d.opts.Version)
+	d.log.Info().Str("system_fingerprint", fp).Str("from", fpDesc).Msg("system fingerprint")
 	newHandler := d.newHandler
 	if newHandler == nil {
 		newHandler = newWebHandler

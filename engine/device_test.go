@@ -107,7 +107,7 @@ func TestEngineFingerprint(t *testing.T) {
 	nvNewer := nv
 	nvNewer.Driver = "NVIDIA 581.10"
 	fp := func(d DeviceInfo) string {
-		s, err := cacheFingerprint(stories, tensor.F16, tensor.NVFP4ActQ8, d)
+		s, err := Fingerprint(stories, tensor.F16, tensor.NVFP4ActQ8, d)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,10 +18,11 @@ import (
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/quantize"
 	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/slots"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
-// The admission arithmetic (stateSize) is engine/model's: a state's KV rows
+// The admission arithmetic (slots.Size) is engine/model's: a state's KV rows
 // and recurrent state, as its snapshot counts them, and what allocating a
 // state for more tokens really costs.
 func TestStateSizeMatchesModel(t *testing.T) {
@@ -52,24 +53,24 @@ func TestStateSizeMatchesModel(t *testing.T) {
 				if sn.Recurrent != nil {
 					rec = sn.Recurrent.Bytes()
 				}
-				if kvb := sn.Bytes() - rec; kvb != n*z.kvPerToken || rec != z.recurrent {
-					t.Fatalf("snapshot of %d tokens: KV %d bytes, recurrent %d; stateSize says %d and %d", n, kvb, rec, n*z.kvPerToken, z.recurrent)
+				if kvb := sn.Bytes() - rec; kvb != n*z.KVPerToken || rec != z.Recurrent {
+					t.Fatalf("snapshot of %d tokens: KV %d bytes, recurrent %d; slots.Size says %d and %d", n, kvb, rec, n*z.KVPerToken, z.Recurrent)
 				}
 				// What a state of more tokens allocates beyond a smaller one: its KV rows.
 				grow := allocated(func() { e.base.NewState(2048) }) - allocated(func() { e.base.NewState(1024) })
 				// (within 2% and 64 KiB: size classes, and other goroutines' allocations)
-				if want := 1024 * z.kvPerToken; !near(grow, want) {
-					t.Fatalf("1024 more tokens allocate %d bytes; stateSize says %d", grow, want)
+				if want := 1024 * z.KVPerToken; !near(grow, want) {
+					t.Fatalf("1024 more tokens allocate %d bytes; slots.Size says %d", grow, want)
 				}
 				if head := e.base.MTP(); head != nil {
 					grow := allocated(func() { head.NewState(2048) }) - allocated(func() { head.NewState(1024) })
-					if want := 1024 * z.mtpPerToken; want == 0 || !near(grow, want) {
-						t.Fatalf("MTP head: 1024 more tokens allocate %d bytes; stateSize says %d", grow, want)
+					if want := 1024 * z.MTPPerToken; want == 0 || !near(grow, want) {
+						t.Fatalf("MTP head: 1024 more tokens allocate %d bytes; slots.Size says %d", grow, want)
 					}
-				} else if z.mtpPerToken != 0 {
-					t.Fatalf("no MTP head, but %d MTP bytes per token", z.mtpPerToken)
+				} else if z.MTPPerToken != 0 {
+					t.Fatalf("no MTP head, but %d MTP bytes per token", z.MTPPerToken)
 				}
-				t.Logf("%d KV bytes per token, %d recurrent, %d MTP per token", z.kvPerToken, z.recurrent, z.mtpPerToken)
+				t.Logf("%d KV bytes per token, %d recurrent, %d MTP per token", z.KVPerToken, z.Recurrent, z.MTPPerToken)
 			})
 		}
 	}
@@ -103,7 +104,7 @@ func TestAdmissionByMemory(t *testing.T) {
 			defer alone.Close()
 			// Each request holds 256 tokens (a state granule): 2.5 of them fit.
 			const prompt, maxTokens = 40, 216
-			budget := alone.size.bytes(stateGranule) * 5 / 2
+			budget := alone.size.Bytes(slots.StateGranule) * 5 / 2
 			e, err := Load(path, Options{Threads: 1, KVType: tensor.F16, ContextLen: 2048, MaxSequences: 4, PrefillChunk: 16, MemoryBudget: budget, Log: zerolog.Nop()})
 			if err != nil {
 				t.Fatal(err)
@@ -213,8 +214,8 @@ func TestAdmissionByMemory(t *testing.T) {
 func TestAdmissionFairness(t *testing.T) {
 	probe := loadStoriesSeqs(t, 1)
 	// Budget: four granules; a small request holds one, the big one three.
-	budget := probe.size.bytes(4 * stateGranule)
-	if probe.size.recurrent != 0 {
+	budget := probe.size.Bytes(4 * slots.StateGranule)
+	if probe.size.Recurrent != 0 {
 		t.Fatal("stories260K has recurrent state?")
 	}
 	e, err := Load(stories, Options{Threads: 1, KVType: tensor.F16, ContextLen: 2048, MaxSequences: 3, MemoryBudget: budget, Log: zerolog.Nop()})

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgellmd/edgellmd/engine/slots"
 )
 
 // ErrQueueFull is returned by Submit when the queue in front of the engine
@@ -23,7 +25,7 @@ var ErrStop = errors.New("stop")
 // Scheduler puts the engine behind a bounded FIFO queue: requests start in
 // arrival order, up to the engine's MaxSequences at once (their steps
 // share forward passes) and as many as the sequence memory budget holds
-// (admit.go); when the queue is full, Submit fails at once with
+// (engine/slots); when the queue is full, Submit fails at once with
 // ErrQueueFull rather than letting clients wait without bound. A request
 // whose client leaves while it waits (its context ends) leaves the queue
 // at once, freeing its place.
@@ -47,7 +49,7 @@ type Scheduler struct {
 	queue   list.List // of *job, oldest first
 	stopped bool      // Run has ended: Submit refuses
 	// memShort are the queued jobs the last dispatch found short of
-	// memory (its share of the engine's memWaiting).
+	// memory (its share of the pool's requests waiting for memory).
 	memShort int
 	// observe, when set (tests, before Run), is called with mu held after
 	// every change of the queue.
@@ -91,7 +93,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 	beat := time.NewTicker(time.Second)
 	defer beat.Stop()
 	for {
-		released := s.eng.released() // before dispatch: a slot freed meanwhile wakes the select
+		released := s.eng.seqs.Released() // before dispatch: a slot freed meanwhile wakes the select
 		s.dispatch()
 		select {
 		case <-ctx.Done():
@@ -111,55 +113,56 @@ func (s *Scheduler) dispatch() {
 	e := s.eng
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var head *job // the oldest job waiting for memory
-	short := 0
-	e.freeMu.Lock()
-	for el := s.queue.Front(); el != nil; {
-		j, next := el.Value.(*job), el.Next()
-		if j.ctx.Err() != nil { // its Submit takes it out
-			el = next
-			continue
-		}
-		q, memShort, err := e.tryAcquire(j.req)
-		if q == nil && err == nil && !memShort {
-			break // no slot free: nobody behind starts either
-		}
-		if memShort {
-			if !j.short {
-				j.short = true
-				e.memWaits++
+	e.seqs.Locked(func(t slots.Txn) {
+		var head *job // the oldest job waiting for memory
+		short := 0
+		for el := s.queue.Front(); el != nil; {
+			j, next := el.Value.(*job), el.Next()
+			if j.ctx.Err() != nil { // its Submit takes it out
+				el = next
+				continue
 			}
-			short++
-			if head == nil {
-				head = j
+			sl, memShort, err := t.TryAcquire(e.needTokens(j.req), len(j.req.Prompt))
+			if sl == nil && err == nil && !memShort {
+				break // no slot free: nobody behind starts either
 			}
-			if head.passed >= len(e.slots) {
-				break
+			if memShort {
+				if !j.short {
+					j.short = true
+					t.Waited()
+				}
+				short++
+				if head == nil {
+					head = j
+				}
+				if head.passed >= e.MaxSequences() {
+					break
+				}
+				el = next
+				continue
 			}
+			s.queue.Remove(el)
+			j.elem = nil
+			if err != nil {
+				j.res <- jobResult{res: Result{Prompt: j.req.Prompt, Draft: "off"}, err: err}
+				el = next
+				continue
+			}
+			if head != nil {
+				head.passed++
+			}
+			q := e.slots[sl.Index]
+			s.running.Add(1)
+			s.wg.Add(1)
+			go func() { // owned: Run waits for it
+				defer s.wg.Done()
+				s.run(j, q)
+			}()
 			el = next
-			continue
 		}
-		s.queue.Remove(el)
-		j.elem = nil
-		if err != nil {
-			j.res <- jobResult{res: Result{Prompt: j.req.Prompt, Draft: "off"}, err: err}
-			el = next
-			continue
-		}
-		if head != nil {
-			head.passed++
-		}
-		s.running.Add(1)
-		s.wg.Add(1)
-		go func() { // owned: Run waits for it
-			defer s.wg.Done()
-			s.run(j, q)
-		}()
-		el = next
-	}
-	e.memWaiting += short - s.memShort
-	s.memShort = short
-	e.freeMu.Unlock()
+		t.AddWaiting(short - s.memShort)
+		s.memShort = short
+	})
 	s.changed()
 }
 
@@ -191,10 +194,8 @@ func (s *Scheduler) stop() {
 		j.elem = nil
 		j.res <- jobResult{err: ErrStopped}
 	}
-	s.eng.freeMu.Lock()
-	s.eng.memWaiting -= s.memShort
+	s.eng.seqs.Locked(func(t slots.Txn) { t.AddWaiting(-s.memShort) })
 	s.memShort = 0
-	s.eng.freeMu.Unlock()
 	s.changed()
 }
 

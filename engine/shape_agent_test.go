@@ -124,7 +124,6 @@ func TestGrammarDraftingOnAgentModel(t *testing.T) {
 // lastSlot is the slot a lone client's next request takes (the last one
 // used).
 func (e *Engine) lastSlot() *seq {
-	e.freeMu.Lock()
-	defer e.freeMu.Unlock()
-	return e.free[len(e.free)-1]
+	idle := e.seqs.Idle()
+	return e.slots[idle[len(idle)-1].Index]
 }
