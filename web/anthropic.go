@@ -304,51 +304,48 @@ func anthropicTurn(a *anthropicRequest, forCount bool) (*turn.Request, error) {
 }
 
 // decodeAnthropic reads a Messages body and plans its generation.
-func (s *Server) decodeAnthropic(w http.ResponseWriter, r *http.Request, forCount bool) (*anthropicRequest, *chatParams, *genPlan, bool) {
+func (s *Server) decodeAnthropic(w http.ResponseWriter, r *http.Request, forCount bool) (*anthropicRequest, *genPlan, bool) {
 	rec := recordOf(r.Context())
 	body, ok := s.beginTurn(w, r, rec)
 	if !ok {
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	var a anthropicRequest
 	if err := decodeJSONBody(body, &a); err != nil {
 		writeError(w, r, err)
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	rec.model, rec.stream, rec.ignored = a.Model, a.Stream, ignoredFields(body, anthropicKnown)
 	if a.Model == "" {
 		writeError(w, r, badRequest("model", "model: Field required"))
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	if !s.checkModel(w, r, a.Model) {
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	t, err := anthropicTurn(&a, forCount)
 	if err == nil {
-		var p *chatParams
-		if p, err = s.turnParams(a.Model, a.Stream, t); err == nil {
-			p.callIDPrefix = "toolu_"
-			var plan *genPlan
-			if plan, err = s.planTurn(p); err == nil {
-				rec.promptTokens = len(plan.prompt)
-				return &a, p, plan, true
-			}
+		t.CallIDPrefix, t.LateSystemAsUser = "toolu_", true
+		var plan *genPlan
+		if plan, err = s.plan(t); err == nil {
+			rec.promptTokens = len(plan.Prompt)
+			return &a, plan, true
 		}
 	}
 	writeError(w, r, err)
-	return nil, nil, nil, false
+	return nil, nil, false
 }
 
 // countTokens answers POST /v1/messages/count_tokens: the prompt tokens
 // the same request would be charged (input, cache read and cache
 // creation tokens together).
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
-	_, _, plan, ok := s.decodeAnthropic(w, r, true)
+	_, plan, ok := s.decodeAnthropic(w, r, true)
 	if !ok {
 		return
 	}
 	recordOf(r.Context()).generation = false
-	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": len(plan.prompt)})
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": len(plan.Prompt)})
 }
 
 // anthropicUsage splits the prompt as Anthropic does: input_tokens are
@@ -406,7 +403,7 @@ func toolInput(args string) (json.RawMessage, bool) {
 }
 
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
-	a, p, plan, ok := s.decodeAnthropic(w, r, false)
+	a, plan, ok := s.decodeAnthropic(w, r, false)
 	if !ok {
 		return
 	}
@@ -415,7 +412,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	r = r.WithContext(ctx)
 	id := "msg_" + randomHex(12)
-	if p.Stream {
+	if a.Stream {
 		s.streamAnthropic(w, r, id, a.Model, plan)
 		return
 	}
@@ -457,7 +454,6 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, id, mod
 	block := -1     // the open block's index
 	kind := ""      // its type: thinking, text, tool_use
 	callIndex := -1 // the open tool_use block's call
-	var deltas []chat.Delta
 	closeBlock := func() []any {
 		if block < 0 || kind == "" {
 			return nil
@@ -479,7 +475,7 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, id, mod
 	s.stream(w, r, plan, streamFormat{
 		noDone: true,
 		first: func() any {
-			u := anthropicUsage{InputTokens: len(plan.prompt)}
+			u := anthropicUsage{InputTokens: len(plan.Prompt)}
 			return []any{
 				ev("message_start", map[string]any{"message": anthropicMessageResponse{ID: id, Type: "message", Role: "assistant",
 					Model: model, Content: []map[string]any{}, Usage: u}}),
@@ -487,7 +483,6 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, id, mod
 			}
 		},
 		delta: func(d chat.Delta) any {
-			deltas = append(deltas, d)
 			var out []any
 			switch {
 			case d.Reasoning != "":
@@ -514,8 +509,7 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, id, mod
 			return append(out, ev("content_block_delta", map[string]any{"index": block,
 				"delta": map[string]any{"type": "text_delta", "text": d.Content}}))
 		},
-		end: func(out genOutcome) (string, []any) {
-			res := s.turnResult(out, chat.Assemble(deltas))
+		end: func(res turn.Result) (string, []any) {
 			last := closeBlock()
 			var seq *string
 			if res.StopSequence != "" {

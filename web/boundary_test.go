@@ -3,8 +3,6 @@ package web
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -23,60 +21,6 @@ func loadTrace(t *testing.T) *bench.Trace {
 		t.Fatal(err)
 	}
 	return tr
-}
-
-// TestPublishPointsAgentTurns renders the first turns of two recorded
-// agent conversations with the Qwen3 template (reasoning off) and checks
-// the publish points: each turn's stable boundary is a prefix, in tokens, of
-// the next turn's prompt and leaves out only the generation prompt; the
-// end of the system turn is shared by the other conversation.
-func TestPublishPointsAgentTurns(t *testing.T) {
-	ts := qwen35Server(t, 1, Options{})
-	s := ts.api
-	tr := loadTrace(t)
-	render := func(tn bench.Turn) (string, []int32, []int) {
-		req := bench.TemplateRequest(tn.Messages, tn.Tools, false)
-		text, err := s.tpl.Render(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids := s.encodePrompt(text, nil)
-		return text, ids, s.publishPoints(req, text, ids)
-	}
-	conv := tr.Conversations[0].Requests
-	var prev []int32
-	var prevStable int
-	for i := 0; i < min(6, len(conv)); i++ {
-		text, ids, points := render(conv[i])
-		if len(points) == 0 {
-			t.Fatalf("turn %d: no publish points", i)
-		}
-		stable := points[0]
-		if gen := len(ids) - stable; gen <= 0 || gen > 8 {
-			t.Errorf("turn %d: stable boundary %d of %d tokens: %d tokens left out (%q)", i, stable, len(ids), gen,
-				s.tok.Decode(ids[stable:]))
-		}
-		if !strings.HasSuffix(s.tok.Decode(ids[:stable]), "<|im_start|>assistant\n") {
-			t.Errorf("turn %d: the stable boundary is not right after the assistant header: ...%q", i, text[max(0, len(s.tok.Decode(ids[:stable]))-30):len(s.tok.Decode(ids[:stable]))])
-		}
-		if prev != nil && !slices.Equal(prev[:prevStable], ids[:prevStable]) {
-			t.Errorf("turn %d does not start with the previous turn's stable prefix", i)
-		}
-		prev, prevStable = ids, stable
-		if i == 0 {
-			if len(points) != 2 || points[1] >= stable {
-				t.Fatalf("turn 0: points %v, want the stable boundary and the system turn's end", points)
-			}
-			_, other, _ := render(tr.Conversations[1].Requests[0])
-			sys := points[1]
-			if !slices.Equal(ids[:sys], other[:sys]) {
-				t.Errorf("the system turn's end (%d tokens) is not shared with conversation 2", sys)
-			}
-			if !strings.HasSuffix(s.tok.Decode(ids[:sys]), "<|im_start|>user\n") {
-				t.Errorf("system point ends with %q", s.tok.Decode(ids[sys-5:sys]))
-			}
-		}
-	}
 }
 
 // TestCachedTokensAgentConversation replays the first turns of a recorded
@@ -166,8 +110,8 @@ func TestCachedTokensAgentConversation(t *testing.T) {
 		t.Logf("turn %d: %d prompt tokens, %d cached", i, w.usage.PromptTokens, got)
 		req := bench.TemplateRequest(conv[i].Messages, conv[i].Tools, false)
 		text, _ := warm.api.tpl.Render(req)
-		ids := warm.api.encodePrompt(text, nil)
-		prevStable = warm.api.publishPoints(req, text, ids)[0]
+		ids := warm.api.pipe.EncodePrompt(text, nil)
+		prevStable = warm.api.pipe.PublishPoints(req, text, ids)[0]
 	}
 }
 

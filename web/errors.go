@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 // apiError is an error answered in OpenAI's shape:
@@ -36,13 +37,6 @@ func modelNotFound(name string) *apiError {
 		Message: fmt.Sprintf("The model `%s` does not exist; this server serves one model (see GET /v1/models).", name)}
 }
 
-// contextLengthExceeded names param, the request field holding the prompt
-// (chat's "messages", completions' "prompt").
-func contextLengthExceeded(param string, promptTokens, contextTokens int) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: "context_length_exceeded",
-		Message: fmt.Sprintf("This model's maximum context length is %d tokens. However, your prompt resulted in %d tokens.", contextTokens, promptTokens)}
-}
-
 // requestTimeoutMessage names the setting that ended the request.
 func requestTimeoutMessage(ctx context.Context) string {
 	msg := "the request did not finish within the server's request timeout (api.request_timeout"
@@ -65,10 +59,13 @@ var errClientGone = errors.New("client disconnected")
 // gets. Anything unknown is a 500: by then the input was already checked.
 func toAPIError(ctx context.Context, err error) *apiError {
 	var ae *apiError
+	var fe *turn.FieldError
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &fe):
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: fe.Field, Code: fe.Code, Message: fe.Message}
 	case errors.As(err, &mbe):
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
 			Message: fmt.Sprintf("request body is larger than the server's limit of %d bytes", mbe.Limit)}

@@ -478,9 +478,13 @@ func TestStoppedRequestsSayTheServerStopped(t *testing.T) {
 // engine's queue holds, the excess refused like a full queue.
 func TestLongPromptsRefusedBeforeTokenizing(t *testing.T) {
 	ts := storiesServer(t, 1, Options{})
-	limit := ts.api.ctxLen * ts.api.maxTokenBytes
-	if ts.api.maxTokenBytes <= 0 || ts.api.maxTokenBytes > 64 {
-		t.Fatalf("stories260K's longest token: %d bytes", ts.api.maxTokenBytes)
+	maxTokenBytes := 0
+	for i, tok := range ts.api.tok.Vocab().Tokens {
+		maxTokenBytes = max(maxTokenBytes, len(tok), len(ts.api.tok.Piece(int32(i))))
+	}
+	limit := ts.api.ctxLen * maxTokenBytes
+	if maxTokenBytes <= 0 || maxTokenBytes > 64 {
+		t.Fatalf("stories260K's longest token: %d bytes", maxTokenBytes)
 	}
 	word := strings.Repeat("a", limit+1)
 	for _, route := range []struct{ path, body, param string }{

@@ -1,28 +1,12 @@
 package web
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
-
-	"github.com/edgellmd/edgellmd/engine"
 )
-
-func TestGuardRecoversEmitPanic(t *testing.T) {
-	var logs bytes.Buffer
-	s := &Server{log: zerolog.New(&logs)}
-	emit := s.guard(func(engine.Token) error { panic("boom") })
-	if err := emit(engine.Token{}); err != errEmitPanic {
-		t.Fatalf("got %v", err)
-	}
-	if !strings.Contains(logs.String(), "boom") {
-		t.Errorf("no log line: %s", logs.String())
-	}
-}
 
 func TestHandlerPanicIs500WithLogLine(t *testing.T) {
 	logs := &logBuffer{}

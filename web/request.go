@@ -4,41 +4,28 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
-	"github.com/edgellmd/edgellmd/engine/grammar"
-	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
-// genParams are the generation settings shared by chat and text completions.
+// genParams are what every generation request has: the wire's own
+// settings, and the turn's settings (limits, sampling, stop strings, the
+// output format) that decodeGen reads into Turn.
 type genParams struct {
 	Model        string
 	Stream       bool
 	IncludeUsage bool
-	MaxTokens    int // 0: until end of generation or the context is full
-	Sample       sample.Params
-	SeedGiven    bool
-	Stop         []string
-	IgnoreEOS    bool
 	Ignored      []string // top-level fields that were accepted and ignored
 	// N is the number of choices to generate (n), one after another: they
 	// share the prompt's prefill through the prefix cache.
-	N int
-
-	Penalties   sample.Penalties
-	Logprobs    bool // each output token's log-probability
-	TopLogprobs int  // with this many alternatives
-	// Grammar constrains the output (response_format, grammar,
-	// json_schema); nil: free.
-	Grammar *grammar.Grammar
+	N    int
+	Turn turn.Request
 }
 
 // gen gives the parameters every generation request has.
@@ -46,9 +33,6 @@ func (g *genParams) gen() *genParams { return g }
 
 // maxChoices bounds n: the choices run one after another.
 const maxChoices = 16
-
-// maxStopStrings bounds the work per token of stop matching.
-const maxStopStrings = 16
 
 // genFields are the JSON fields behind genParams, plus those that are
 // refused unless they ask for the default (answering them silently without
@@ -151,7 +135,7 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 	if err := json.Unmarshal(body, &f); err != nil {
 		return genParams{}, jsonError("", err)
 	}
-	p := genParams{MaxTokens: defaultMax}
+	p := genParams{Turn: turn.Request{MaxTokens: defaultMax}}
 	if f.Model != nil {
 		p.Model = *f.Model
 	}
@@ -176,22 +160,19 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 		if *m.v < 1 {
 			return p, badRequest(m.name, "%s must be at least 1, got %d", m.name, *m.v)
 		}
-		p.MaxTokens = *m.v
+		p.Turn.MaxTokens = *m.v
 	}
-	// The sampler's settings are validated where every API's are (engine/turn).
-	smp, seeded, err := turn.Sampling{Temperature: f.Temperature, TopP: f.TopP, TopK: f.TopK, Seed: f.Seed}.Params()
-	if err != nil {
-		return p, fieldError(err)
-	}
-	p.Sample, p.SeedGiven = smp, seeded
+	// The sampler's settings are validated where every API's are
+	// (engine/turn: Request.Validate, when the request is complete).
+	p.Turn.Sampling = turn.Sampling{Temperature: f.Temperature, TopP: f.TopP, TopK: f.TopK, Seed: f.Seed}
 	if f.IgnoreEOS != nil {
-		p.IgnoreEOS = *f.IgnoreEOS
+		p.Turn.IgnoreEOS = *f.IgnoreEOS
 	}
 	stop, err := decodeStop(f.Stop)
 	if err != nil {
 		return p, err
 	}
-	p.Stop = stop
+	p.Turn.Stop = stop
 	p.N = 1
 	if f.N != nil {
 		switch n := *f.N; {
@@ -200,10 +181,10 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 		}
 		p.N = *f.N
 	}
-	if err := decodeShaping(f, &p); err != nil {
+	if err := decodeShaping(f, &p.Turn.Sampling); err != nil {
 		return p, err
 	}
-	if p.Grammar, err = decodeConstraint(fields); err != nil {
+	if p.Turn.Format, err = decodeConstraint(fields); err != nil {
 		return p, err
 	}
 	for k := range fields {
@@ -215,19 +196,10 @@ func decodeGen(body []byte, fields map[string]json.RawMessage, known []string, d
 	return p, nil
 }
 
-// fieldError is the 400 of a turn.FieldError, naming its field.
-func fieldError(err error) error {
-	var fe *turn.FieldError
-	if errors.As(err, &fe) {
-		return badRequest(fe.Field, "%s", fe.Message)
-	}
-	return badRequest("", "%v", err)
-}
-
 // decodeShaping reads the penalties, logit_bias and logprobs. logprobs is
 // a boolean on chat (with top_logprobs) and a count of alternatives on
 // completions.
-func decodeShaping(f genFields, p *genParams) error {
+func decodeShaping(f genFields, p *turn.Sampling) error {
 	num := func(name string, v *float64) (float32, error) {
 		if v == nil {
 			return 0, nil
@@ -333,37 +305,14 @@ func decodeStop(raw json.RawMessage) ([]string, error) {
 	} else if err := json.Unmarshal(s, &list); err != nil {
 		return nil, badRequest("stop", "stop must be a string or a list of strings")
 	}
-	if len(list) > maxStopStrings {
-		return nil, badRequest("stop", "at most %d stop strings are accepted, got %d", maxStopStrings, len(list))
-	}
-	for i, st := range list {
-		if st == "" {
-			return nil, badRequest("stop", "stop[%d] is empty", i)
-		}
-	}
-	return list, nil
+	return list, nil // (checked by turn.Request.Validate)
 }
 
-// toolChoiceMode is what tool_choice asks for.
-type toolChoiceMode uint8
-
-const (
-	toolAuto toolChoiceMode = iota
-	toolNone
-	toolRequired
-	toolNamed
-)
-
-// chatParams is a decoded chat completion request.
+// chatParams is a decoded chat completion request: Chat as the template
+// reads it (/apply-template renders it), Turn what the pipeline runs.
 type chatParams struct {
 	genParams
-	Chat              chat.Request
-	ToolChoice        toolChoiceMode
-	ToolName          string // for toolNamed
-	ParallelToolCalls bool
-	tools             []toolDef // the validated tools, for the call grammars
-	callIDPrefix      string    // starts the ids of the answer's calls; "" is "call_"
-	reasoningBudget   int       // turn.Request.ReasoningBudget
+	Chat chat.Request
 }
 
 // chatKnown are the chat fields read besides genKnown. user and metadata
@@ -387,7 +336,7 @@ func decodeChatRequest(body []byte) (*chatParams, error) {
 	if err := refuseChatUnsupported(fields); err != nil {
 		return nil, err
 	}
-	p := &chatParams{genParams: gen, ParallelToolCalls: true}
+	p := &chatParams{genParams: gen}
 	if err := decodeChatFields(body, fields, p); err != nil {
 		return nil, err
 	}
@@ -413,30 +362,32 @@ func decodeChatFields(body []byte, fields map[string]json.RawMessage, p *chatPar
 			p.Chat.Messages[i].Role = "system"
 		}
 	}
-	if err := validateMessages(p.Chat.Messages); err != nil {
-		return err
-	}
-	defs, err := validateTools(p.Chat.Tools)
-	if err != nil {
-		return err
-	}
-	p.tools = defs
-	names := make([]string, len(defs))
-	for i, d := range defs {
-		names[i] = d.name
-	}
-	if err := chat.Validate(p.Chat); err != nil {
-		return badRequest(paramOf(err.Error()), "%v", err)
-	}
-	if err := turn.CheckTurnOrder(p.Chat); err != nil {
-		return fieldError(err)
+	t := &p.Turn
+	t.Messages = p.Chat.Messages
+	t.TemplateKwargs = p.Chat.Kwargs
+	t.NoGenerationPrompt = !p.Chat.AddGenerationPrompt
+	t.ParallelToolCalls = true
+	t.Tools = nil
+	for i, raw := range p.Chat.Tools {
+		tool, err := turn.ParseChatTool(i, raw)
+		if err != nil {
+			return err
+		}
+		t.Tools = append(t.Tools, tool)
 	}
 	if raw, ok := fields["parallel_tool_calls"]; ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &p.ParallelToolCalls); err != nil {
+		if err := json.Unmarshal(raw, &t.ParallelToolCalls); err != nil {
 			return jsonError("parallel_tool_calls", err)
 		}
 	}
-	return decodeToolChoice(fields["tool_choice"], names, p)
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	names := make([]string, len(t.Tools))
+	for i, tool := range t.Tools {
+		names[i] = tool.Name
+	}
+	return decodeToolChoice(fields["tool_choice"], names, t)
 }
 
 // refuseChatUnsupported rejects chat fields whose effect this server
@@ -464,111 +415,10 @@ func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "
 
 func isObject(raw json.RawMessage) bool { return bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")) }
 
-// paramOf is the field an engine/chat validation message names
-// ("messages[2].role: ...").
-func paramOf(msg string) string {
-	if i := strings.Index(msg, ":"); i > 0 && !strings.Contains(msg[:i], " ") {
-		return msg[:i]
-	}
-	return ""
-}
-
-// validateMessages checks what engine/chat's Validate leaves to the caller:
-// a tool message must say which call it answers.
-func validateMessages(msgs []chat.Message) error {
-	for i, m := range msgs {
-		if m.Role == "tool" && m.ToolCallID == "" {
-			return badRequest(fmt.Sprintf("messages[%d].tool_call_id", i),
-				"messages[%d].tool_call_id: missing (a tool message must name the tool call it answers)", i)
-		}
-	}
-	return nil
-}
-
-// toolNamePattern is OpenAI's rule for function names, widened by '.' and
-// ':' which MCP tool names use. Names end up inside the model's tool-call
-// markup, so nothing else is let through.
-var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
-
-// validateTools checks each tool definition and returns the names.
-func validateTools(tools []json.RawMessage) ([]toolDef, error) {
-	var defs []toolDef
-	var names []string
-	for i, raw := range tools {
-		param := fmt.Sprintf("tools[%d]", i)
-		var tool struct {
-			Type     string                     `json:"type"`
-			Function map[string]json.RawMessage `json:"function"`
-		}
-		if err := json.Unmarshal(raw, &tool); err != nil {
-			return nil, badRequest(param, "%s must be an object with \"type\" and \"function\"", param)
-		}
-		if tool.Type != "function" {
-			return nil, badRequest(param+".type", "%s.type must be \"function\", got %q", param, tool.Type)
-		}
-		if tool.Function == nil {
-			return nil, badRequest(param+".function", "%s.function: missing", param)
-		}
-		var name string
-		if err := json.Unmarshal(tool.Function["name"], &name); err != nil || !toolNamePattern.MatchString(name) {
-			return nil, badRequest(param+".function.name", "%s.function.name must be 1 to 64 letters, digits, '_', '-', '.' or ':'", param)
-		}
-		if slices.Contains(names, name) {
-			return nil, badRequest(param+".function.name", "%s.function.name: %q is defined twice", param, name)
-		}
-		names = append(names, name)
-		def := toolDef{name: name, params: json.RawMessage(`{"type": "object"}`)}
-		if raw, ok := tool.Function["description"]; ok && !isNull(raw) {
-			var d string
-			if json.Unmarshal(raw, &d) != nil {
-				return nil, badRequest(param+".function.description", "%s.function.description must be a string", param)
-			}
-		}
-		if raw, ok := tool.Function["parameters"]; ok && !isNull(raw) {
-			if err := validateSchema(raw); err != nil {
-				return nil, badRequest(param+".function.parameters", "%s.function.parameters: %v", param, err)
-			}
-			if string(bytes.TrimSpace(raw)) != "{}" {
-				def.params = raw
-			}
-		}
-		defs = append(defs, def)
-	}
-	return defs, nil
-}
-
-// validateSchema checks the parts of a JSON Schema that the prompt and the
-// tool-call parser rely on: an object schema whose properties are schemas.
-func validateSchema(raw json.RawMessage) error {
-	var s struct {
-		Type       json.RawMessage            `json:"type"`
-		Properties map[string]json.RawMessage `json:"properties"`
-		Required   []string                   `json:"required"`
-	}
-	if !isObject(raw) {
-		return errors.New("must be a JSON Schema object")
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return fmt.Errorf("not a valid JSON Schema object: %v", err)
-	}
-	if len(s.Type) > 0 {
-		var t string
-		if json.Unmarshal(s.Type, &t) != nil || t != "object" {
-			return fmt.Errorf("type must be \"object\", got %s", s.Type)
-		}
-	}
-	for name, prop := range s.Properties {
-		if !isObject(prop) {
-			return fmt.Errorf("properties.%s must be a schema object", name)
-		}
-	}
-	return nil
-}
-
 // decodeToolChoice reads tool_choice: "auto", "none", "required" or
 // {"type": "function", "function": {"name": NAME}}.
-func decodeToolChoice(raw json.RawMessage, tools []string, p *chatParams) error {
-	p.ToolChoice = toolAuto
+func decodeToolChoice(raw json.RawMessage, tools []string, t *turn.Request) error {
+	t.ToolChoice = turn.ToolChoice{Mode: turn.ToolAuto}
 	if len(raw) == 0 || isNull(raw) {
 		return nil
 	}
@@ -578,13 +428,13 @@ func decodeToolChoice(raw json.RawMessage, tools []string, p *chatParams) error 
 		case "auto":
 			return nil
 		case "none":
-			p.ToolChoice = toolNone
+			t.ToolChoice.Mode = turn.ToolNone
 			return nil
 		case "required":
 			if len(tools) == 0 {
 				return badRequest("tool_choice", "tool_choice \"required\" needs tools")
 			}
-			p.ToolChoice = toolRequired
+			t.ToolChoice.Mode = turn.ToolRequired
 			return nil
 		}
 		return badRequest("tool_choice", "tool_choice must be \"auto\", \"none\", \"required\" or a named function, got %q", s)
@@ -601,17 +451,13 @@ func decodeToolChoice(raw json.RawMessage, tools []string, p *chatParams) error 
 	if !slices.Contains(tools, named.Function.Name) {
 		return badRequest("tool_choice", "tool_choice names function %q, which is not among the request's tools", named.Function.Name)
 	}
-	p.ToolChoice = toolNamed
-	p.ToolName = named.Function.Name
+	t.ToolChoice = turn.ToolChoice{Mode: turn.ToolNamed, Name: named.Function.Name}
 	return nil
 }
 
 // completionParams is a decoded text completion request.
 type completionParams struct {
 	genParams
-	PromptText   string
-	PromptTokens []int32 // set when the prompt was a token array
-	IsTokens     bool
 }
 
 var completionKnown = []string{"prompt", "echo", "suffix", "best_of", "user", "metadata"}
@@ -652,6 +498,9 @@ func decodeCompletionRequest(body []byte) (*completionParams, error) {
 	if err := p.decodePrompt(f.Prompt); err != nil {
 		return nil, err
 	}
+	if err := p.Turn.Validate(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -664,7 +513,7 @@ func (p *completionParams) decodePrompt(raw json.RawMessage) error {
 	}
 	var text string
 	if json.Unmarshal(s, &text) == nil {
-		p.PromptText = text
+		p.Turn.Prompt = &turn.Prompt{Text: text}
 		return nil
 	}
 	var texts []string
@@ -672,12 +521,12 @@ func (p *completionParams) decodePrompt(raw json.RawMessage) error {
 		if len(texts) != 1 {
 			return badRequest("prompt", "prompt: one prompt per request, got %d", len(texts))
 		}
-		p.PromptText = texts[0]
+		p.Turn.Prompt = &turn.Prompt{Text: texts[0]}
 		return nil
 	}
 	var ids []int32
 	if json.Unmarshal(s, &ids) == nil {
-		p.PromptTokens, p.IsTokens = ids, true
+		p.Turn.Prompt = &turn.Prompt{Tokens: ids}
 		return nil
 	}
 	var idLists [][]int32
@@ -685,7 +534,7 @@ func (p *completionParams) decodePrompt(raw json.RawMessage) error {
 		if len(idLists) != 1 {
 			return badRequest("prompt", "prompt: one prompt per request, got %d", len(idLists))
 		}
-		p.PromptTokens, p.IsTokens = idLists[0], true
+		p.Turn.Prompt = &turn.Prompt{Tokens: idLists[0]}
 		return nil
 	}
 	return badRequest("prompt", "prompt must be a string or a list of token ids")

@@ -571,17 +571,13 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.ignored = append(rec.ignored, rt.ignored...)
-	p, err := s.turnParams(q.Model, q.Stream, rt.turn)
+	rt.turn.LateSystemAsUser = true
+	plan, err := s.plan(rt.turn)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	plan, err := s.planTurn(p)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	rec.promptTokens = len(plan.prompt)
+	rec.promptTokens = len(plan.Prompt)
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
 	r = r.WithContext(ctx)
@@ -709,9 +705,8 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, obj *res
 			text.WriteString(d.Content)
 			return append(out, ev("response.output_text.delta", map[string]any{"item_id": itemID, "output_index": idx, "content_index": 0, "delta": d.Content, "logprobs": []any{}}))
 		},
-		end: func(out genOutcome) (string, []any) {
+		end: func(res turn.Result) (string, []any) {
 			msg := chat.Assemble(deltas)
-			res := s.turnResult(out, msg)
 			last := closeItem()
 			finishResponse(obj, res, output)
 			store(msg)

@@ -95,30 +95,25 @@ const DefaultMaxBodyBytes = 8 << 20
 
 // Server is the HTTP API over one model. It is an http.Handler.
 type Server struct {
-	opt      Options
-	log      zerolog.Logger
-	router   *mux.Router
-	handler  http.Handler
-	source   tokenSource
-	tok      *tokenizer.Tokenizer
-	ctxLen   int
-	tpl      *chat.Template
-	markup   turn.ToolMarkup
-	canForce bool // the template writes tool-call markup that can be forced
-	bosText  string
-	created  int64
-	key      keyCheck
-	cors     corsPolicy
-	aliases  []string // Options.ModelAliases without repeats
-	started  time.Time
-	metrics  *metrics
+	opt     Options
+	log     zerolog.Logger
+	router  *mux.Router
+	handler http.Handler
+	source  turn.Source
+	pipe    *turn.Pipeline // the turn pipeline every adapter maps its wire format to
+	tok     *tokenizer.Tokenizer
+	ctxLen  int
+	tpl     *chat.Template
+	created int64
+	key     keyCheck
+	cors    corsPolicy
+	aliases []string // Options.ModelAliases without repeats
+	started time.Time
+	metrics *metrics
 	// sessionKeys counts the distinct affinity keys seen (session.go).
 	sessionKeys sessionKeySet
 	book        statusBook // recent requests and errors for the status page
 	live        liveBook   // the generations in flight
-	// maxTokenBytes is the longest token's text: a prompt of more than
-	// ctxLen times it cannot fit, tokenized or not.
-	maxTokenBytes int
 	// tokenizing bounds the prompts tokenized at once, outside the
 	// engine's queue, to what the engine admits (its sequences and its
 	// queue): a slow prompt waits its turn like a generation, or is
@@ -140,11 +135,14 @@ func New(opt Options) (*Server, error) {
 	// As many prompts may be tokenized at once as the engine admits: its
 	// sequences and its queue.
 	srv.tokenizing = make(chan struct{}, opt.Scheduler.Depth()+e.MaxSequences())
+	if err := srv.newPipeline(); err != nil {
+		return nil, err
+	}
 	return srv, nil
 }
 
 // newServer builds a server over any token source (tests script one).
-func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSource) (*Server, error) {
+func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src turn.Source) (*Server, error) {
 	if opt.ModelName == "" {
 		return nil, errors.New("web: Options.ModelName is empty")
 	}
@@ -168,31 +166,42 @@ func newServer(opt Options, tok *tokenizer.Tokenizer, ctxLen int, src tokenSourc
 	s := &Server{opt: opt, log: opt.Log, source: src, tok: tok, ctxLen: ctxLen, tpl: opt.Template, created: time.Now().Unix(), started: time.Now(),
 		cors: cors, aliases: aliases, stored: newResponseStore(opt.ResponsesStoreSize, opt.ResponsesStoreTTL)}
 	s.book.since = s.started
-	v := tok.Vocab()
-	for i := range v.Tokens {
-		s.maxTokenBytes = max(s.maxTokenBytes, len(v.Tokens[i]), len(tok.Piece(int32(i))))
-	}
-	if v.BOS >= 0 && int(v.BOS) < len(v.Tokens) {
-		s.bosText = v.Tokens[v.BOS]
-	}
 	if s.tpl == nil {
-		eos := ""
+		v := tok.Vocab()
+		bos, eos := "", ""
+		if v.BOS >= 0 && int(v.BOS) < len(v.Tokens) {
+			bos = v.Tokens[v.BOS]
+		}
 		if v.EOS >= 0 && int(v.EOS) < len(v.Tokens) {
 			eos = v.Tokens[v.EOS]
 		}
-		tpl, err := chat.NewTemplate(v.ChatTemplate, s.bosText, eos)
+		tpl, err := chat.NewTemplate(v.ChatTemplate, bos, eos)
 		if err != nil {
 			return nil, fmt.Errorf("web: the model's chat template: %w", err)
 		}
 		s.tpl = tpl
 	}
-	s.markup, s.canForce = turn.ProbeToolMarkup(s.tpl)
+	if err := s.newPipeline(); err != nil {
+		return nil, err
+	}
 	s.key = newKeyCheck(opt.APIKey)
 	s.routes()
 	s.metrics = newMetrics(s)
 	s.statusRoutes()
 	s.handler = s.limitBodyTime(s.logRequests(s.recoverPanics(s.router)))
 	return s, nil
+}
+
+// newPipeline builds the turn pipeline over the server's tokenizer,
+// template and source.
+func (s *Server) newPipeline() error {
+	pipe, err := turn.New(turn.Options{Tokenizer: s.tok, Template: s.tpl, ContextLen: s.ctxLen, Source: s.source,
+		SpecialTokensInMessages: s.opt.SpecialTokensInMessages, Tokenizing: s.tokenizing, Log: s.log})
+	if err != nil {
+		return fmt.Errorf("web: %w", err)
+	}
+	s.pipe = pipe
+	return nil
 }
 
 func (s *Server) routes() {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/edgellmd/edgellmd/engine/chat"
+	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
 // deltaQueue carries deltas from the engine worker (which must never wait
@@ -22,7 +23,7 @@ type deltaQueue struct {
 // queued is a delta, or the end of a choice (with n > 1) and its outcome.
 type queued struct {
 	d   chat.Delta
-	end *genOutcome
+	end *turn.Result
 }
 
 func newDeltaQueue() *deltaQueue { return &deltaQueue{ready: make(chan struct{}, 1)} }
@@ -40,7 +41,7 @@ func (q *deltaQueue) push(ds []chat.Delta) {
 }
 
 // pushEnd marks the end of a choice.
-func (q *deltaQueue) pushEnd(out genOutcome) {
+func (q *deltaQueue) pushEnd(out turn.Result) {
 	q.mu.Lock()
 	q.items = append(q.items, queued{end: &out})
 	q.mu.Unlock()
@@ -154,9 +155,9 @@ func (s *sseWriter) flush() {
 
 // streamFormat makes the SSE chunks of one streamed response.
 type streamFormat struct {
-	first func() any                                       // the chunk that opens the stream, or nil
-	delta func(chat.Delta) any                             // the chunk of one delta ([]any: several)
-	end   func(out genOutcome) (finish string, last []any) // the closing chunks
+	first func() any                                        // the chunk that opens the stream, or nil
+	delta func(chat.Delta) any                              // the chunk of one delta ([]any: several)
+	end   func(out turn.Result) (finish string, last []any) // the closing chunks
 	// fail gives the events of an error after the stream began; nil: the
 	// OpenAI error body as a data line.
 	fail func(ae *apiError) []any
@@ -168,7 +169,7 @@ type streamFormat struct {
 	// then gives those that end the stream, with the choices' outcomes
 	// added up).
 	more      []*genPlan
-	choiceEnd func(out genOutcome) []any
+	choiceEnd func(out turn.Result) []any
 }
 
 // stream runs the generation and writes its deltas as server-sent events
@@ -179,7 +180,7 @@ type streamFormat struct {
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, plan *genPlan, f streamFormat) {
 	rec := recordOf(r.Context())
 	q := newDeltaQueue()
-	var out genOutcome
+	var out turn.Result
 	var genErr error
 	finished := make(chan struct{})
 	go func() {
@@ -187,7 +188,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, plan *genPlan, f
 		defer q.close()
 		defer func() {
 			if v := recover(); v != nil {
-				genErr = errEmitPanic
+				genErr = turn.ErrPanic
 				s.log.Error().Interface("panic", v).Str("stack", string(debug.Stack())).Msg("panic in generation")
 			}
 		}()

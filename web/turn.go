@@ -5,153 +5,95 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
+	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/chat"
-	"github.com/edgellmd/edgellmd/engine/grammar"
 	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
-// The Anthropic Messages and OpenAI Responses adapters map their JSON to a
-// turn.Request; turnParams maps that onto the chat pipeline (chatPlan,
-// generate), which still lives in this package, and turnResult maps the
-// outcome back to a turn.Result.
+// The adapters' way into engine/turn: each maps its JSON to a
+// turn.Request, plans it with the server's pipeline (plan), runs it
+// (generate, runTurn) and maps the deltas and the turn.Result back to its
+// wire format. What stays here is HTTP's: the request's log line and
+// metrics, the status page's live view, the logprobs' wire shape.
 
-// turnParams checks t as a chat request is checked and gives the chat
-// pipeline's parameters for it.
-func (s *Server) turnParams(model string, stream bool, t *turn.Request) (*chatParams, error) {
-	smp, seeded, err := t.Sampling.Params()
+// genPlan is one choice's generation, ready to run, and the queue its
+// output tokens' log-probabilities wait in for the response (nil when the
+// request did not ask for them).
+type genPlan struct {
+	*turn.Plan
+	lp *logprobQueue
+}
+
+// plan plans t on the server's pipeline.
+func (s *Server) plan(t *turn.Request) (*genPlan, error) {
+	plan, err := s.pipe.Plan(t)
 	if err != nil {
-		return nil, fieldError(err)
-	}
-	if len(t.Stop) > maxStopStrings {
-		return nil, badRequest("stop", "at most %d stop strings are accepted, got %d", maxStopStrings, len(t.Stop))
-	}
-	for i, st := range t.Stop {
-		if st == "" {
-			return nil, badRequest("stop", "stop[%d] is empty", i)
-		}
-	}
-	p := &chatParams{
-		genParams:         genParams{Model: model, Stream: stream, MaxTokens: t.MaxTokens, Sample: smp, SeedGiven: seeded, Stop: t.Stop},
-		Chat:              chat.Request{Messages: t.Messages, AddGenerationPrompt: true},
-		ParallelToolCalls: t.ParallelToolCalls,
-		reasoningBudget:   t.ReasoningBudget,
-	}
-	if t.Reasoning != nil {
-		p.Chat.Kwargs = map[string]any{"enable_thinking": *t.Reasoning}
-	}
-	if f := t.Format; f != nil {
-		switch f.Kind {
-		case turn.FormatJSONObject:
-			p.Grammar = grammar.JSONObject()
-		case turn.FormatJSONSchema:
-			if p.Grammar, err = schemaGrammar(f.Field, f.Schema); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for _, tool := range t.Tools {
-		p.Chat.Tools = append(p.Chat.Tools, tool.ChatJSON())
-	}
-	if err := validateMessages(p.Chat.Messages); err != nil {
 		return nil, err
 	}
-	if p.tools, err = validateTools(p.Chat.Tools); err != nil {
-		return nil, err
+	g := &genPlan{Plan: plan}
+	if t.Sampling.Logprobs {
+		g.lp = &logprobQueue{}
 	}
-	if err := chat.Validate(p.Chat); err != nil {
-		return nil, badRequest(paramOf(err.Error()), "%v", err)
-	}
-	if err := turn.CheckTurnOrder(p.Chat); err != nil {
-		return nil, fieldError(err)
-	}
-	switch t.ToolChoice.Mode {
-	case turn.ToolNone:
-		p.ToolChoice = toolNone
-	case turn.ToolRequired:
-		if len(t.Tools) == 0 {
-			return nil, badRequest("tool_choice", "tool_choice asks for a tool call, but the request has no tools")
-		}
-		p.ToolChoice = toolRequired
-	case turn.ToolNamed:
-		found := false
-		for _, tool := range t.Tools {
-			found = found || tool.Name == t.ToolChoice.Name
-		}
-		if !found {
-			return nil, badRequest("tool_choice", "tool_choice names tool %q, which is not among the request's tools", t.ToolChoice.Name)
-		}
-		p.ToolChoice, p.ToolName = toolNamed, t.ToolChoice.Name
-	}
-	return p, nil
+	return g, nil
 }
 
-// planTurn plans p as chatPlan does. A template that refuses a system
-// message past the start of the conversation (Qwen3.5's raises "System
-// message must be at the beginning") gets such messages as user messages
-// instead, their text in <system-reminder> tags (the form Claude Code
-// gives its own reminders in): Claude Code sends mid-conversation system
-// messages, Codex developer messages after the first user turn.
-func (s *Server) planTurn(p *chatParams) (*genPlan, error) {
-	plan, err := s.chatPlan(p)
-	if err == nil {
-		return plan, nil
+// generate runs plan, shown on the status page while it runs. Every delta
+// goes to sink as soon as it is known, from the engine worker's goroutine.
+func (s *Server) generate(ctx context.Context, plan *genPlan, sink func([]chat.Delta)) (turn.Result, error) {
+	live := &liveSeq{start: time.Now(), prompt: len(plan.Prompt)}
+	if rec := recordOf(ctx); rec != nil {
+		live.id, live.start = rec.id, rec.start
 	}
-	msgs, changed := laterSystemAsUser(p.Chat.Messages)
-	if !changed {
-		return nil, err
+	s.live.add(live)
+	defer s.live.remove(live)
+	lp := plan.lp
+	plan.OnToken = func(t engine.Token) {
+		live.token()
+		lp.push(t)
 	}
-	q := *p
-	q.Chat.Messages = msgs
-	plan, err2 := s.chatPlan(&q)
-	if err2 != nil {
-		return nil, err
-	}
-	*p = q
-	return plan, nil
+	return s.pipe.Run(ctx, plan.Plan, sink)
 }
 
-// laterSystemAsUser turns the system messages after the first message
-// into user messages.
-func laterSystemAsUser(msgs []chat.Message) ([]chat.Message, bool) {
-	out := make([]chat.Message, len(msgs))
-	changed := false
-	for i, m := range msgs {
-		if i > 0 && m.Role == "system" {
-			m = chat.Message{Role: "user", Content: chat.TextContent("<system-reminder>\n" + m.Content.String() + "\n</system-reminder>")}
-			changed = true
-		}
-		out[i] = m
-	}
-	return out, changed
-}
-
-// turnResult is how a generation ended, in turn's terms; msg is its
-// assembled answer.
-func (s *Server) turnResult(out genOutcome, msg chat.Message) turn.Result {
-	res := turn.Result{Finish: turn.Finish(finishReason(out.finish, len(msg.ToolCalls) > 0)),
-		Usage: turn.Usage{PromptTokens: out.promptTokens, CachedTokens: out.cachedTokens, OutputTokens: out.outputTokens}}
-	if out.stopSequence != "" && res.Finish == turn.FinishStop {
-		res.Finish, res.StopSequence = turn.FinishStopSequence, out.stopSequence
-	}
-	if msg.ReasoningContent != nil {
-		res.Usage.ReasoningTokens = min(len(s.tok.Encode(*msg.ReasoningContent, false, false)), out.outputTokens)
-	}
-	return res
-}
-
-// runTurn generates the answer to p whole (not streamed).
+// runTurn generates the answer whole (not streamed).
 func (s *Server) runTurn(ctx context.Context, rec *record, plan *genPlan) (chat.Message, turn.Result, error) {
 	var deltas []chat.Delta
-	out, err := s.generate(ctx, plan, func(ds []chat.Delta) { deltas = append(deltas, ds...) })
-	s.recordOutcome(rec, out)
+	res, err := s.generate(ctx, plan, func(ds []chat.Delta) { deltas = append(deltas, ds...) })
+	s.recordOutcome(rec, res)
 	if err != nil {
 		return chat.Message{}, turn.Result{}, err
 	}
-	msg := chat.Assemble(deltas)
-	res := s.turnResult(out, msg)
-	rec.finish = string(res.Finish)
-	return msg, res, nil
+	return chat.Assemble(deltas), res, nil
+}
+
+// beginGeneration starts a chat or completions request: it reads the
+// body, decodes it with decode, puts the model and flags on the request's
+// log line and checks the model is the one served. promptParam is the
+// field that holds the prompt, for errors about it. When ok is false the
+// error response has been written.
+func beginGeneration[P interface{ gen() *genParams }](s *Server, w http.ResponseWriter, r *http.Request,
+	promptParam string, decode func([]byte) (P, error)) (p P, rec *record, ok bool) {
+	rec = recordOf(r.Context())
+	rec.generation = true
+	rec.promptParam = promptParam
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return p, rec, false
+	}
+	s.tagSession(w, r, body)
+	if p, err = decode(body); err != nil {
+		writeError(w, r, err)
+		return p, rec, false
+	}
+	g := p.gen()
+	rec.model, rec.stream, rec.ignored = g.Model, g.Stream, g.Ignored
+	if !s.servesModel(g.Model) {
+		writeError(w, r, modelNotFound(g.Model))
+		return p, rec, false
+	}
+	return p, rec, true
 }
 
 // decodeJSONBody reads body into v, naming the field of a type mismatch.

@@ -1,4 +1,4 @@
-package web
+package turn
 
 import (
 	"encoding/json"
@@ -50,20 +50,20 @@ type tailKey struct {
 
 var learntTails sync.Map // tailKey -> string
 
-// publishPoints returns the token positions of prompt (the tokens of
+// PublishPoints returns the token positions of prompt (the tokens of
 // promptText, rendered from req) where the engine should publish prefix
 // snapshots: the stable boundary, and on a first turn the end of a leading
 // system turn (its system prompt and tools, which other conversations
 // share). Positions the
 // template does not let us find are left out.
-func (s *Server) publishPoints(req chat.Request, promptText string, prompt []int32) []int {
+func (p *Pipeline) PublishPoints(req chat.Request, promptText string, prompt []int32) []int {
 	if !req.AddGenerationPrompt || len(req.Messages) == 0 {
 		return nil
 	}
 	var points []int
-	if b := s.stableBoundary(req, promptText); b > 0 {
-		if p := s.tokenBoundary(prompt, promptText, b); p > 0 {
-			points = append(points, p)
+	if b := p.stableBoundary(req, promptText); b > 0 {
+		if at := p.tokenBoundary(prompt, promptText, b); at > 0 {
+			points = append(points, at)
 		}
 	}
 	if len(req.Messages) > 1 && req.Messages[0].Role == "system" && !hasAssistant(req.Messages) {
@@ -71,9 +71,9 @@ func (s *Server) publishPoints(req chat.Request, promptText string, prompt []int
 		r := req
 		r.Messages = []chat.Message{req.Messages[0], systemProbe}
 		r.AddGenerationPrompt = false
-		if text, err := s.tpl.Render(r); err == nil {
-			if p := s.tokenBoundary(prompt, promptText, commonPrefix(text, promptText)); p > 0 && (len(points) == 0 || p < points[0]) {
-				points = append(points, p)
+		if text, err := p.tpl.Render(r); err == nil {
+			if at := p.tokenBoundary(prompt, promptText, commonPrefix(text, promptText)); at > 0 && (len(points) == 0 || at < points[0]) {
+				points = append(points, at)
 			}
 		}
 	}
@@ -91,12 +91,12 @@ func hasAssistant(msgs []chat.Message) bool {
 
 // stableBoundary returns the stable boundary of promptText in bytes; 0
 // when the template does not let us find it.
-func (s *Server) stableBoundary(req chat.Request, promptText string) int {
+func (p *Pipeline) stableBoundary(req chat.Request, promptText string) int {
 	kw, err := json.Marshal(req.Kwargs) // map keys sorted: a canonical form
 	if err != nil {
 		return 0
 	}
-	key := tailKey{tpl: s.tpl, kwargs: string(kw), lastRole: req.Messages[len(req.Messages)-1].Role}
+	key := tailKey{tpl: p.tpl, kwargs: string(kw), lastRole: req.Messages[len(req.Messages)-1].Role}
 	if tail, ok := learntTails.Load(key); ok && strings.HasSuffix(promptText, tail.(string)) {
 		return len(promptText) - len(tail.(string))
 	}
@@ -104,7 +104,7 @@ func (s *Server) stableBoundary(req chat.Request, promptText string) int {
 	for _, probe := range boundaryProbes {
 		r := req
 		r.Messages = append(append([]chat.Message(nil), req.Messages...), probe...)
-		text, err := s.tpl.Render(r)
+		text, err := p.tpl.Render(r)
 		if err != nil {
 			return 0
 		}
@@ -129,15 +129,15 @@ func commonPrefix(a, b string) int {
 // tokenBoundary maps a byte offset of promptText to the number of prompt
 // tokens that lie wholly before it (a token that straddles it is left
 // out). 0 when the tokens do not spell the text.
-func (s *Server) tokenBoundary(prompt []int32, promptText string, b int) int {
+func (p *Pipeline) tokenBoundary(prompt []int32, promptText string, b int) int {
 	i, at := 0, 0
-	if v := s.tok.Vocab(); len(prompt) > 0 && v.AddBOS && v.BOS >= 0 && prompt[0] == v.BOS &&
-		(s.bosText == "" || !strings.HasPrefix(promptText, s.bosText)) {
+	if v := p.tok.Vocab(); len(prompt) > 0 && v.AddBOS && v.BOS >= 0 && prompt[0] == v.BOS &&
+		(p.bosText == "" || !strings.HasPrefix(promptText, p.bosText)) {
 		i = 1 // BOS added before the text
 	}
 	k := i
 	for ; i < len(prompt); i++ {
-		piece := s.tok.Piece(prompt[i])
+		piece := p.tok.Piece(prompt[i])
 		if at+len(piece) > len(promptText) || promptText[at:at+len(piece)] != string(piece) {
 			return 0
 		}

@@ -1,4 +1,4 @@
-package web
+package turn
 
 import (
 	"bytes"
@@ -11,99 +11,14 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine"
 	"github.com/edgellmd/edgellmd/engine/grammar"
-	"github.com/edgellmd/edgellmd/engine/turn"
 )
 
-// The request fields that constrain the output to a language, and the
-// grammars tool_choice makes in the model's own tool-call markup.
+// The grammars of an output format and those the tool choice makes in the
+// model's own tool-call markup.
 
-// responseFormat is OpenAI's response_format, with llama.cpp's "schema"
-// on json_object.
-type responseFormat struct {
-	Type       string          `json:"type"`
-	Schema     json.RawMessage `json:"schema"` // llama.cpp: json_object with a schema
-	JSONSchema *struct {
-		Name   string          `json:"name"`
-		Schema json.RawMessage `json:"schema"`
-		Strict *bool           `json:"strict"`
-	} `json:"json_schema"`
-}
-
-// decodeConstraint reads response_format, and llama.cpp's grammar and
-// json_schema fields; at most one may constrain the output. nil: none.
-func decodeConstraint(fields map[string]json.RawMessage) (*grammar.Grammar, error) {
-	var g *grammar.Grammar
-	from := ""
-	set := func(param string, gr *grammar.Grammar) error {
-		if from != "" {
-			return badRequest(param, "%s and %s both constrain the output: send one", from, param)
-		}
-		g, from = gr, param
-		return nil
-	}
-	if raw, ok := fields["response_format"]; ok && !isNull(raw) {
-		var rf responseFormat
-		if err := json.Unmarshal(raw, &rf); err != nil {
-			return nil, jsonError("response_format", err)
-		}
-		switch rf.Type {
-		case "", "text":
-		case "json_object":
-			gr := grammar.JSONObject()
-			if len(rf.Schema) > 0 && !isNull(rf.Schema) {
-				var err error
-				if gr, err = schemaGrammar("response_format.schema", rf.Schema); err != nil {
-					return nil, err
-				}
-			}
-			if err := set("response_format", gr); err != nil {
-				return nil, err
-			}
-		case "json_schema":
-			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 || isNull(rf.JSONSchema.Schema) {
-				return nil, badRequest("response_format", "response_format json_schema needs json_schema.schema")
-			}
-			gr, err := schemaGrammar("response_format.json_schema.schema", rf.JSONSchema.Schema)
-			if err != nil {
-				return nil, err
-			}
-			if err := set("response_format", gr); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, badRequest("response_format", "response_format type must be \"text\", \"json_object\" or \"json_schema\", got %q", rf.Type)
-		}
-	}
-	if raw, ok := fields["json_schema"]; ok && !isNull(raw) {
-		gr, err := schemaGrammar("json_schema", raw)
-		if err != nil {
-			return nil, err
-		}
-		if err := set("json_schema", gr); err != nil {
-			return nil, err
-		}
-	}
-	if raw, ok := fields["grammar"]; ok && !isNull(raw) {
-		var src string
-		if err := json.Unmarshal(raw, &src); err != nil {
-			return nil, badRequest("grammar", "grammar must be a string (GBNF)")
-		}
-		if strings.TrimSpace(src) != "" {
-			gr, err := grammar.ParseGBNF(src)
-			if err != nil {
-				return nil, grammarError("grammar", err)
-			}
-			if err := set("grammar", gr); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return g, nil
-}
-
-// schemaGrammar compiles a JSON schema; an invalid or unsupported one is
-// a 400 naming the field, the place in the schema and the keyword.
-func schemaGrammar(param string, schema json.RawMessage) (*grammar.Grammar, error) {
+// SchemaGrammar compiles a JSON schema; an invalid or unsupported one is
+// a FieldError naming param, the place in the schema and the keyword.
+func SchemaGrammar(param string, schema json.RawMessage) (*grammar.Grammar, error) {
 	g, err := grammar.FromJSONSchema(schema)
 	if err != nil {
 		return nil, grammarError(param, err)
@@ -114,12 +29,12 @@ func schemaGrammar(param string, schema json.RawMessage) (*grammar.Grammar, erro
 func grammarError(param string, err error) error {
 	var se *grammar.SchemaError
 	if errors.As(err, &se) {
-		return badRequest(param, "%s: %v", param, err)
+		return fieldErr(param, "%s: %v", param, err)
 	}
-	return badRequest(param, "%v", err)
+	return fieldErr(param, "%v", err)
 }
 
-// toolDef is what a call grammar needs of one tool (validateTools makes
+// toolDef is what a call grammar needs of one tool (Validate makes
 // them; parameters absent or {} stand as {"type": "object"}).
 type toolDef struct {
 	name   string
@@ -155,8 +70,8 @@ func gbnfLiteral(s string) string {
 // with arguments args (a rule of argsGrammar), from after the text skip
 // (what is forced or triggered before the grammar starts) to the end of
 // "</tool_call>".
-func callRule(m turn.ToolMarkup, b *strings.Builder, name string, t toolDef, args, skip string) error {
-	head := strings.Replace(m.Named, turn.ProbeName, t.name, 1)
+func callRule(m ToolMarkup, b *strings.Builder, name string, t toolDef, args, skip string) error {
+	head := strings.Replace(m.Named, ProbeName, t.name, 1)
 	if !strings.HasPrefix(head, skip) {
 		return fmt.Errorf("the call markup %q does not start with %q", head, skip)
 	}
@@ -166,7 +81,7 @@ func callRule(m turn.ToolMarkup, b *strings.Builder, name string, t toolDef, arg
 
 // argsGrammar writes the rules of tool i's arguments and returns the name
 // of their rule: a JSON object (Qwen3) or XML parameters (Qwen3.5).
-func argsGrammar(m turn.ToolMarkup, b *strings.Builder, i int, t toolDef) (string, error) {
+func argsGrammar(m ToolMarkup, b *strings.Builder, i int, t toolDef) (string, error) {
 	param := fmt.Sprintf("tools[%d].function.parameters", i)
 	prefix := fmt.Sprintf("t%d-", i)
 	if !m.XML {
@@ -186,7 +101,7 @@ func argsGrammar(m turn.ToolMarkup, b *strings.Builder, i int, t toolDef) (strin
 		Defs       map[string]json.RawMessage `json:"$defs"`
 	}
 	if err := json.Unmarshal(t.params, &schema); err != nil {
-		return "", badRequest(param, "%s: %v", param, err)
+		return "", fieldErr(param, "%s: %v", param, err)
 	}
 	root := prefix + "xml-args"
 	fmt.Fprintf(b, "%s ::=", root)
@@ -350,7 +265,7 @@ func notContaining(b *strings.Builder, name, w string) {
 // triggered markup): one call to any of tools (to the named one when only
 // it is given), then, when more may follow, further calls each opened by
 // sep.
-func toolGrammar(m turn.ToolMarkup, tools []toolDef, skip, sep string, many bool) (*grammar.Grammar, error) {
+func toolGrammar(m ToolMarkup, tools []toolDef, skip, sep string, many bool) (*grammar.Grammar, error) {
 	g, err := buildToolGrammar(m, tools, skip, sep, many, false)
 	if err != nil && strings.Contains(err.Error(), "too large") {
 		// Length bounds are expanded into repetitions: many of them
@@ -361,7 +276,7 @@ func toolGrammar(m turn.ToolMarkup, tools []toolDef, skip, sep string, many bool
 	return g, err
 }
 
-func buildToolGrammar(m turn.ToolMarkup, tools []toolDef, skip, sep string, many, dropLengths bool) (*grammar.Grammar, error) {
+func buildToolGrammar(m ToolMarkup, tools []toolDef, skip, sep string, many, dropLengths bool) (*grammar.Grammar, error) {
 	if dropLengths {
 		relaxed := make([]toolDef, len(tools))
 		for i, t := range tools {
@@ -400,36 +315,37 @@ func buildToolGrammar(m turn.ToolMarkup, tools []toolDef, skip, sep string, many
 	b.WriteString(root + "\n")
 	g, err := grammar.ParseGBNF(b.String())
 	if err != nil {
-		return nil, &apiError{Status: 500, Type: "server_error", Message: fmt.Sprintf("the tool-call grammar does not compile: %v", err)}
+		return nil, fmt.Errorf("the tool-call grammar does not compile: %w", err)
 	}
 	return g, nil
 }
 
-// toolConstraint is the constraint tool_choice puts on a chat answer, in
-// the template's own call markup: after the forced markup for "required"
-// and a named function, lazily after the call opener for "auto". nil when
-// tool calls are not constrained.
-func (s *Server) toolConstraint(p *chatParams) (*engine.Constraint, error) {
-	if !s.canForce || len(p.Chat.Tools) == 0 || p.ToolChoice == toolNone {
+// toolConstraint is the constraint the tool choice puts on a chat
+// answer, in the template's own call markup: after the forced markup for
+// "required" and a named function, lazily after the call opener for
+// "auto". nil when tool calls are not constrained.
+func (p *Pipeline) toolConstraint(req *Request, c *checked) (*engine.Constraint, error) {
+	mode := req.ToolChoice.Mode
+	if !p.canForce || len(req.Tools) == 0 || mode == ToolNone {
 		return nil, nil
 	}
-	defs := p.tools
-	many := p.ParallelToolCalls && p.ToolChoice != toolNamed
-	m := s.markup
-	switch p.ToolChoice {
-	case toolNamed:
+	defs := c.tools
+	many := req.ParallelToolCalls && mode != ToolNamed
+	m := p.markup
+	switch mode {
+	case ToolNamed:
 		var one []toolDef
 		for _, d := range defs {
-			if d.name == p.ToolName {
+			if d.name == req.ToolChoice.Name {
 				one = append(one, d)
 			}
 		}
-		g, err := toolGrammar(m, one, m.Prefix(p.ToolName), "\n", false)
+		g, err := toolGrammar(m, one, m.Prefix(req.ToolChoice.Name), "\n", false)
 		if err != nil {
 			return nil, err
 		}
 		return &engine.Constraint{Grammar: g}, nil
-	case toolRequired:
+	case ToolRequired:
 		g, err := toolGrammar(m, defs, m.Open, "\n", many)
 		if err != nil {
 			return nil, err

@@ -20,12 +20,12 @@ func CheckTurnOrder(req chat.Request) error {
 	msgs := req.Messages
 	for i := 1; i < len(msgs); i++ {
 		if msgs[i].Role == "assistant" && msgs[i-1].Role == "assistant" {
-			return &FieldError{fmt.Sprintf("messages[%d]", i), fmt.Sprintf(
+			return &FieldError{Field: fmt.Sprintf("messages[%d]", i), Message: fmt.Sprintf(
 				"messages[%d]: two assistant messages in a row (messages[%d] and messages[%d]); the chat template would render them as two separate assistant turns, which the model never sees: merge them into one message (content and tool_calls)", i, i-1, i)}
 		}
 	}
 	if n := len(msgs) - 1; n >= 0 && msgs[n].Role == "assistant" && req.AddGenerationPrompt {
-		return &FieldError{fmt.Sprintf("messages[%d]", n), fmt.Sprintf(
+		return &FieldError{Field: fmt.Sprintf("messages[%d]", n), Message: fmt.Sprintf(
 			"messages[%d]: the conversation ends with an assistant message, and the generation prompt would open another assistant turn right after it; continuing a final assistant message (prefill) is not supported: end with a user or tool message, or send add_generation_prompt: false to render the conversation as it is", n)}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package web
+package turn
 
 import (
 	"fmt"
@@ -27,17 +27,17 @@ const (
 // template that renders such a message differently once its text is
 // marked (it inspects the text) is a 400 naming the message: its control
 // tokens can be kept neither as text nor, safely, as tokens.
-func (s *Server) messageSpans(req chat.Request, promptText string) ([][2]int, error) {
-	if s.opt.SpecialTokensInMessages {
+func (p *Pipeline) messageSpans(req chat.Request, promptText string) ([][2]int, error) {
+	if p.opt.SpecialTokensInMessages {
 		return nil, nil
 	}
 	first := -1
 	holds := make([]bool, len(req.Messages)) // the messages with control-token text
 	for i, m := range req.Messages {
-		if ctl, ok := s.tok.ControlIn(m.Content.String()); ok {
+		if ctl, ok := p.tok.ControlIn(m.Content.String()); ok {
 			holds[i] = true
 			if strings.Contains(m.Content.String(), textOpen) || strings.Contains(m.Content.String(), textClose) {
-				return nil, badRequest(fmt.Sprintf("messages[%d].content", i), "messages[%d].content holds the control token %q and the private-use characters U+E000/U+E001: its text cannot be kept apart from the template's", i, ctl)
+				return nil, fieldErr(fmt.Sprintf("messages[%d].content", i), "messages[%d].content holds the control token %q and the private-use characters U+E000/U+E001: its text cannot be kept apart from the template's", i, ctl)
 			}
 			if first < 0 {
 				first = i
@@ -55,9 +55,9 @@ func (s *Server) messageSpans(req chat.Request, promptText string) ([][2]int, er
 		}
 		marked.Messages[i] = m
 	}
-	text, err := s.tpl.Render(marked)
+	text, err := p.tpl.Render(marked)
 	if err != nil {
-		return nil, badRequest("messages", "%v", err)
+		return nil, fieldErr("messages", "%v", err)
 	}
 	var spans [][2]int
 	var plain strings.Builder
@@ -79,7 +79,7 @@ func (s *Server) messageSpans(req chat.Request, promptText string) ([][2]int, er
 		text = text[end+len(textClose):]
 	}
 	if plain.String() != promptText {
-		return nil, badRequest(fmt.Sprintf("messages[%d].content", first),
+		return nil, fieldErr(fmt.Sprintf("messages[%d].content", first),
 			"messages[%d].content holds control-token text, which is kept as text, but this chat template renders the message differently once its text is marked; remove the token text or set api.special_tokens_in_messages", first)
 	}
 	return spans, nil
