@@ -21,6 +21,14 @@ func legacyTile(t DType, w []byte, rb int, act []q8Act, astride, nb, n int, acc 
 }
 
 //go:noescape
+func q4kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, rbuf *byte, acc *float32)
+
+// useTile512 runs the AVX-512 (BW, VNNI) forms of the tiles where the CPU
+// has them; tests turn it off to run the AVX2 forms too. Both give the
+// same bits.
+var useTile512 = hasAVX512VNNI
+
+//go:noescape
 func q4kTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, rbuf *byte, acc *float32)
 
 // q4kTile: see q4kTileGo. rbuf is the kernel's scratch, 64*n int32.
@@ -30,6 +38,10 @@ func q4kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, rbuf []int32, a
 		return
 	}
 	_, _, _, _ = w[7*rb+nb*q4KBytes-1], act[(n-1)*astride+nb-1], acc[16*n-1], rbuf[64*n-1]
-	var scratch [416]byte
+	var scratch [672]byte
+	if useTile512 {
+		q4kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], (*byte)(unsafe.Pointer(&rbuf[0])), &acc[0])
+		return
+	}
 	q4kTileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], (*byte)(unsafe.Pointer(&rbuf[0])), &acc[0])
 }

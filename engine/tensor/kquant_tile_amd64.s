@@ -190,6 +190,67 @@ GLOBL q4kShuf<>(SB), RODATA|NOPTR, $256
 	VPMADDWD (32*c)(R14), Y9, Y9; \
 	VPADDD Y9, Y8, Y8
 
+// Q4KPHASE2(mo, do, loop): phase 2 of the Q4_K tiles for block DI, the
+// minimums at scratch+mo (16 bytes a row), d_w and dmin_w at scratch+do
+// and do+16 (F16): for each vector, the eight rows' sums from rbuf (R12,
+// 256 bytes a vector) and their minimums, two eight-lane fused
+// multiply-adds into acc.
+#define Q4KPHASE2(mo, do, loop) \
+	VCVTPH2PS do(R14), Y14; \
+	VCVTPH2PS (do+16)(R14), Y15; \
+	VMOVDQU mo(R14), X10; \
+	VINSERTI128 $1, (mo+64)(R14), Y10, Y10; \
+	VMOVDQU (mo+16)(R14), X11; \
+	VINSERTI128 $1, (mo+80)(R14), Y11, Y11; \
+	VMOVDQU (mo+32)(R14), X12; \
+	VINSERTI128 $1, (mo+96)(R14), Y12, Y12; \
+	VMOVDQU (mo+48)(R14), X13; \
+	VINSERTI128 $1, (mo+112)(R14), Y13, Y13; \
+	MOVQ DI, DX; \
+	MOVQ R12, AX; \
+	MOVQ acc+64(FP), SI; \
+	MOVQ n+40(FP), R10; \
+loop: \
+	VMOVDQU 0(AX), Y0; \
+	VPHADDD 32(AX), Y0, Y0; \
+	VMOVDQU 64(AX), Y1; \
+	VPHADDD 96(AX), Y1, Y1; \
+	VPHADDD Y1, Y0, Y0; \
+	VMOVDQU 128(AX), Y1; \
+	VPHADDD 160(AX), Y1, Y1; \
+	VMOVDQU 192(AX), Y2; \
+	VPHADDD 224(AX), Y2, Y2; \
+	VPHADDD Y2, Y1, Y1; \
+	VPERM2I128 $0x20, Y1, Y0, Y2; \
+	VPERM2I128 $0x31, Y1, Y0, Y3; \
+	VPADDD Y3, Y2, Y2; \
+	VCVTDQ2PS Y2, Y2; \
+	VBROADCASTSS 288(DX), Y3; \
+	VMULPS Y14, Y3, Y4; \
+	VMOVUPS (SI), Y5; \
+	VFMADD231PS Y4, Y2, Y5; \
+	VMOVUPS Y5, (SI); \
+	VMOVDQU 256(DX), Y6; \
+	VPHADDW Y6, Y6, Y6; \
+	VPERMQ $0x88, Y6, Y6; \
+	VPMADDWD Y10, Y6, Y7; \
+	VPMADDWD Y11, Y6, Y8; \
+	VPHADDD Y8, Y7, Y7; \
+	VPMADDWD Y12, Y6, Y8; \
+	VPMADDWD Y13, Y6, Y9; \
+	VPHADDD Y9, Y8, Y8; \
+	VPHADDD Y8, Y7, Y7; \
+	VCVTDQ2PS Y7, Y7; \
+	VMULPS Y15, Y3, Y4; \
+	VMOVUPS 32(SI), Y5; \
+	VFMADD231PS Y4, Y7, Y5; \
+	VMOVUPS Y5, 32(SI); \
+	ADDQ $64, SI; \
+	ADDQ $256, AX; \
+	ADDQ astride+24(FP), DX; \
+	DECQ R10; \
+	JNZ loop
+
 // func q4kTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, rbuf *byte, acc *float32)
 // Eight rows of nb repacked Q4_K blocks (w: the first row; rows rb bytes
 // apart) against n >= 1 vectors' Q8_K blocks (act, then every astride
@@ -287,62 +348,10 @@ q4ktvec:
 	CMPQ R9, $8
 	JLT q4ktrow
 
-	// phase 2: DX the vector's block, AX its rbuf, SI its accumulators
-	VCVTPH2PS 384(R14), Y14      // d_w
-	VCVTPH2PS 400(R14), Y15      // dmin_w
-	VMOVDQU 256(R14), X10        // minimums, rows p and p+4
-	VINSERTI128 $1, 320(R14), Y10, Y10
-	VMOVDQU 272(R14), X11
-	VINSERTI128 $1, 336(R14), Y11, Y11
-	VMOVDQU 288(R14), X12
-	VINSERTI128 $1, 352(R14), Y12, Y12
-	VMOVDQU 304(R14), X13
-	VINSERTI128 $1, 368(R14), Y13, Y13
-	MOVQ DI, DX
-	MOVQ R12, AX
-	MOVQ acc+64(FP), SI
-	MOVQ n+40(FP), R10
-
-q4kt2:
-	VMOVDQU 0(AX), Y0
-	VPHADDD 32(AX), Y0, Y0
-	VMOVDQU 64(AX), Y1
-	VPHADDD 96(AX), Y1, Y1
-	VPHADDD Y1, Y0, Y0           // rows 0-3, low and high lanes apart
-	VMOVDQU 128(AX), Y1
-	VPHADDD 160(AX), Y1, Y1
-	VMOVDQU 192(AX), Y2
-	VPHADDD 224(AX), Y2, Y2
-	VPHADDD Y2, Y1, Y1           // rows 4-7
-	VPERM2I128 $0x20, Y1, Y0, Y2
-	VPERM2I128 $0x31, Y1, Y0, Y3
-	VPADDD Y3, Y2, Y2            // s of rows 0-7
-	VCVTDQ2PS Y2, Y2
-	VBROADCASTSS 288(DX), Y3     // d_x
-	VMULPS Y14, Y3, Y4           // d_w*d_x
-	VMOVUPS (SI), Y5
-	VFMADD231PS Y4, Y2, Y5
-	VMOVUPS Y5, (SI)
-	VMOVDQU 256(DX), Y6          // bsums
-	VPHADDW Y6, Y6, Y6
-	VPERMQ $0x88, Y6, Y6         // the eight sub-blocks' sums, in both halves
-	VPMADDWD Y10, Y6, Y7
-	VPMADDWD Y11, Y6, Y8
-	VPHADDD Y8, Y7, Y7
-	VPMADDWD Y12, Y6, Y8
-	VPMADDWD Y13, Y6, Y9
-	VPHADDD Y9, Y8, Y8
-	VPHADDD Y8, Y7, Y7           // smin of rows 0-7
-	VCVTDQ2PS Y7, Y7
-	VMULPS Y15, Y3, Y4           // dmin_w*d_x
-	VMOVUPS 32(SI), Y5
-	VFMADD231PS Y4, Y7, Y5
-	VMOVUPS Y5, 32(SI)
-	ADDQ $64, SI
-	ADDQ $256, AX
-	ADDQ astride+24(FP), DX
-	DECQ R10
-	JNZ q4kt2
+	// phase 2: each vector's eight rows (the tree: rows 0,1 | 4,5, then
+	// 0-3 with their low and high lanes apart; the minimums by row pairs
+	// p, p+4 against the sub-blocks' activation sums in both halves)
+	Q4KPHASE2(256, 384, q4kt2)
 
 	ADDQ $144, R8
 	ADDQ $292, DI
@@ -350,5 +359,142 @@ q4kt2:
 	JNZ q4ktblock
 
 q4ktdone:
+	VZEROUPPER
+	RET
+
+// Q4KPREP(h): row SI's scales, minimums and F16 scales into scratch for
+// half h of the row pair R9 (rows R9, R9+1): the chunk scale vectors at
+// 64c+32h, the minimums at 512+16*(R9+h), d_w at 640 and dmin_w at 656.
+#define Q4KPREP(h) \
+	MOVL 4(SI), R10; \
+	MOVL 8(SI), R11; \
+	MOVL 12(SI), R13; \
+	MOVL R11, AX; \
+	SHRL $6, AX; \
+	ANDL $0x03030303, AX; \
+	SHLL $4, AX; \
+	MOVL R13, DX; \
+	SHRL $4, DX; \
+	ANDL $0x0F0F0F0F, DX; \
+	ORL DX, AX; \
+	ANDL $0x3F3F3F3F, R11; \
+	MOVL R10, DX; \
+	SHRL $6, DX; \
+	ANDL $0x03030303, DX; \
+	SHLL $4, DX; \
+	ANDL $0x0F0F0F0F, R13; \
+	ORL DX, R13; \
+	ANDL $0x3F3F3F3F, R10; \
+	VMOVD R11, X9; \
+	VPINSRD $1, AX, X9, X9; \
+	VPMOVZXBW X9, X9; \
+	MOVQ R9, AX; \
+	SHLQ $4, AX; \
+	VMOVDQU X9, (512+16*h)(R14)(AX*1); \
+	VMOVD R10, X8; \
+	VPINSRD $1, R13, X8, X8; \
+	VPBROADCASTQ X8, Y8; \
+	VPSHUFB q4kShuf<>+0(SB), Y8, Y9; \
+	VMOVDQU Y9, (32*h)(R14); \
+	VPSHUFB q4kShuf<>+32(SB), Y8, Y9; \
+	VMOVDQU Y9, (64+32*h)(R14); \
+	VPSHUFB q4kShuf<>+64(SB), Y8, Y9; \
+	VMOVDQU Y9, (128+32*h)(R14); \
+	VPSHUFB q4kShuf<>+96(SB), Y8, Y9; \
+	VMOVDQU Y9, (192+32*h)(R14); \
+	VPSHUFB q4kShuf<>+128(SB), Y8, Y9; \
+	VMOVDQU Y9, (256+32*h)(R14); \
+	VPSHUFB q4kShuf<>+160(SB), Y8, Y9; \
+	VMOVDQU Y9, (320+32*h)(R14); \
+	VPSHUFB q4kShuf<>+192(SB), Y8, Y9; \
+	VMOVDQU Y9, (384+32*h)(R14); \
+	VPSHUFB q4kShuf<>+224(SB), Y8, Y9; \
+	VMOVDQU Y9, (448+32*h)(R14); \
+	MOVWLZX (SI), AX; \
+	MOVW AX, (640+2*h)(R14)(R9*2); \
+	MOVWLZX 2(SI), AX; \
+	MOVW AX, (656+2*h)(R14)(R9*2)
+
+// Q4KUNP512(j, lo, hi): Q4KUNP for rows SI and SI+BX at once (the second
+// in the high 256 bits).
+#define Q4KUNP512(j, lo, hi) \
+	VMOVDQU64 (16+j*32)(SI), Y20; \
+	VINSERTI64X4 $1, (16+j*32)(SI)(BX*1), Z20, Z20; \
+	VPSRLW $4, Z20, Z21; \
+	VPANDD Z31, Z20, lo; \
+	VPANDD Z31, Z21, hi
+
+// CH512(c, w, acc): acc += the row pair's scales c times its pair sums
+// with the vector's chunk c (in both halves).
+#define CH512(c, w, acc) \
+	VBROADCASTI64X4 (32*c)(DX), Z16; \
+	VPMADDUBSW Z16, w, Z17; \
+	VPDPWSSD (64*c)(R14), Z17, acc
+
+// func q4kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, rbuf *byte, acc *float32)
+// q4kTileAVX2 with phase 1 on AVX-512 (BW, VNNI): two rows in one zmm
+// register, VPDPWSSD for the scales' multiply-add. scratch: 672 bytes.
+TEXT ·q4kTileAVX512(SB), NOSPLIT, $0-72
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	MOVQ rbuf+56(FP), R12
+	MOVQ w+0(FP), R8
+	MOVL $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z31
+	TESTQ CX, CX
+	JEQ q4kzdone
+
+q4kzblock:
+	MOVQ R8, SI
+	XORQ R9, R9
+
+q4kzpair:
+	Q4KPREP(0)
+	ADDQ BX, SI
+	Q4KPREP(1)
+	SUBQ BX, SI
+	Q4KUNP512(0, Z0, Z1)
+	Q4KUNP512(1, Z2, Z3)
+	Q4KUNP512(2, Z4, Z5)
+	Q4KUNP512(3, Z6, Z7)
+	MOVQ DI, DX
+	MOVQ R9, AX
+	SHLQ $5, AX
+	ADDQ R12, AX
+	MOVQ n+40(FP), R10
+
+q4kzvec:
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	CH512(0, Z0, Z8)
+	CH512(1, Z1, Z9)
+	CH512(2, Z2, Z8)
+	CH512(3, Z3, Z9)
+	CH512(4, Z4, Z8)
+	CH512(5, Z5, Z9)
+	CH512(6, Z6, Z8)
+	CH512(7, Z7, Z9)
+	VPADDD Z9, Z8, Z8
+	VMOVDQU64 Z8, (AX)           // rows R9 and R9+1
+	ADDQ $256, AX
+	ADDQ astride+24(FP), DX
+	DECQ R10
+	JNZ q4kzvec
+
+	LEAQ (SI)(BX*2), SI
+	ADDQ $2, R9
+	CMPQ R9, $8
+	JLT q4kzpair
+
+	Q4KPHASE2(512, 640, q4kz2)
+
+	ADDQ $144, R8
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q4kzblock
+
+q4kzdone:
 	VZEROUPPER
 	RET

@@ -89,6 +89,17 @@ func TestQ4KTileAVX2(t *testing.T) {
 	if !useSIMD {
 		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
 	}
+	if useTile512 { // run the AVX2 form as well as the AVX-512 one
+		useTile512 = false
+		t.Run("avx2", testQ4KTile)
+		useTile512 = true
+		t.Run("avx512", testQ4KTile)
+		return
+	}
+	testQ4KTile(t)
+}
+
+func testQ4KTile(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
 		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q4KBytes
