@@ -5,7 +5,7 @@ LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/edgellmd
 MODEL   ?= testdata/models/stories260K.gguf
 
-.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check mesa26-root gpu-test-mesa26 agents-check fleet-check apt-repo apt-repo-check
+.PHONY: build test e2e bench lint fuzz run serve clean deb test-deb test-arm64 shaders-check gpu-test gpu-check mesa26-root gpu-test-mesa26 agents-check fleet-check apt-repo apt-repo-check dashboard-check
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/edgellmd
@@ -146,6 +146,14 @@ apt-repo:
 # (scripts/apt-repo-check.sh).
 apt-repo-check:
 	GO=$(GO) bash scripts/apt-repo-check.sh
+
+# The Grafana fleet dashboard (packaging/fleet/grafana) against two live
+# daemons: every metric its PromQL selects is in their /metrics, promtool
+# check metrics passes, and Debian's Prometheus scraping them returns data for
+# every panel (scripts/dashboard-check.sh; needs python3, and root or thermal
+# zones).
+dashboard-check:
+	GO=$(GO) bash scripts/dashboard-check.sh
 
 clean:
 	rm -rf bin
