@@ -243,6 +243,32 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	if u.CacheReadInputTokens == 0 {
 		t.Errorf("the second turn read nothing from the prefix cache: %s", u.RawJSON())
 	}
+	// Streamed, message_start charges the whole prompt as input (what the
+	// prefix cache serves is known only once prefill is done), and
+	// message_delta says how it was split; accumulated as the SDK does,
+	// the usage is the whole answer's.
+	stream := c.Messages.NewStreaming(context.Background(), p, sampling...)
+	var acc anthropic.Message
+	var start anthropic.Usage
+	for stream.Next() {
+		ev := stream.Current()
+		if ev.Type == "message_start" {
+			start = ev.Message.Usage
+		}
+		if err := acc.Accumulate(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if start.InputTokens+start.CacheReadInputTokens+start.CacheCreationInputTokens != count.InputTokens {
+		t.Errorf("message_start charges %s, count_tokens %d", start.RawJSON(), count.InputTokens)
+	}
+	su := acc.Usage
+	if charged := su.InputTokens + su.CacheReadInputTokens + su.CacheCreationInputTokens; charged != count.InputTokens || su.CacheReadInputTokens == 0 {
+		t.Errorf("streamed: count_tokens %d, charged %d, from the cache %d (%s)", count.InputTokens, charged, su.CacheReadInputTokens, su.RawJSON())
+	}
 }
 
 // Errors come in Anthropic's shape with the matching status, the key's

@@ -5,18 +5,22 @@
 // Anthropic's Messages API (/v1/messages, /v1/messages/count_tokens:
 // Claude Code, anthropic.go) and llama.cpp server's extras (/health,
 // /tokenize, /detokenize, /apply-template), on a gorilla/mux router. The
-// Responses and Messages adapters map their JSON to engine/turn's request
-// and back (turn.go); docs/agents.md says what each agent sends.
+// routes are adapters over one turn pipeline (engine/turn): chat.go and
+// completions.go (with request.go and format.go), anthropic.go and
+// responses.go each map their JSON to a turn.Request, plan and run it
+// (turn.go), and write the deltas and the turn.Result in their wire
+// format; docs/agents.md says what each agent sends.
 //
 //	srv, err := web.New(web.Options{Scheduler: sched, ModelName: "qwen3.6-27b", Log: log})
 //	httpServer := &http.Server{Addr: "127.0.0.1:8001", Handler: srv}
 //
-// A chat request flows: decode and validate the JSON body → render the
-// model's chat template (engine/chat) → tokenize → engine.Scheduler.Submit,
-// which runs it on the one engine worker behind a bounded queue → each
-// token's bytes are joined into whole UTF-8 characters, cut at stop
-// strings (engine/turn's TextDecoder), and split by engine/chat's
-// incremental parser into content,
+// A chat request flows: decode the JSON body into a turn.Request and
+// validate it (turn.Request.Validate) → turn.Pipeline.Plan renders the
+// model's chat template (engine/chat), tokenizes, and sets the prefix
+// cache's publish points and the grammars → turn.Pipeline.Run submits it
+// to engine.Scheduler.Submit, which runs it on the one engine worker
+// behind a bounded queue, and turns each token's bytes into whole UTF-8
+// characters, cuts them at stop strings and splits them into content,
 // reasoning and tool-call deltas → SSE chunks (or one JSON response).
 // The text work runs inside the engine's emit callback, so a stop string
 // ends the generation at the token that completes it; writing to the
