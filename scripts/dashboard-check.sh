@@ -13,8 +13,9 @@
 #      template variable selects must be in each scrape
 #      (scripts/dashboard-check.py parses the names out of the PromQL);
 #      a copy of the dashboard with one name misspelt must fail that check;
-#   4. Debian's Prometheus scraping both daemons every second while
-#      requests go on: every panel's expression, with $instance each box
+#   4. Debian's Prometheus scraping both daemons every second with
+#      packaging/fleet/grafana/prometheus.yml (the boxes templated; the file
+#      passes promtool check config) while requests go on: every panel's expression, with $instance each box
 #      and then both, must parse and return data.
 #
 # Prometheus and promtool come from Debian's prometheus package, unpacked
@@ -155,16 +156,19 @@ fi
 
 # Prometheus scraping both boxes.
 PPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$WORK/prometheus.yml" <<EOF
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: edgellmd
-    static_configs:
-      - targets: ["127.0.0.1:${PORTS[0]}", "127.0.0.1:${PORTS[1]}"]
-EOF
+# The shipped scrape config, with these boxes and a 1 s interval.
+awk -v a="127.0.0.1:${PORTS[0]}" -v b="127.0.0.1:${PORTS[1]}" '
+	/^[ \t]*# fleet: boxes$/ { n++; print; if (n == 1) { print "          - \"" a "\""; print "          - \"" b "\"" }; next }
+	n == 1 { next }
+	{ sub(/_interval: 15s/, "_interval: 1s"); print }' packaging/fleet/grafana/prometheus.yml >"$WORK/prometheus.yml"
 "$PROMTOOL" check config "$WORK/prometheus.yml" >/dev/null
+if "$PROMTOOL" check config packaging/fleet/grafana/prometheus.yml >"$WORK/promtool.out" 2>&1; then
+	echo "ok    promtool check config packaging/fleet/grafana/prometheus.yml"
+else
+	echo "FAIL  promtool check config packaging/fleet/grafana/prometheus.yml"
+	sed 's/^/      /' "$WORK/promtool.out"
+	fails=$((fails + 1))
+fi
 "$PROMETHEUS" --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
 	--web.listen-address="127.0.0.1:$PPORT" >"$WORK/prometheus.log" 2>&1 &
 PIDS+=($!)
