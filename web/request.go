@@ -380,14 +380,14 @@ func decodeChatFields(body []byte, fields map[string]json.RawMessage, p *chatPar
 			return jsonError("parallel_tool_calls", err)
 		}
 	}
-	if err := t.Validate(); err != nil {
-		return err
-	}
 	names := make([]string, len(t.Tools))
 	for i, tool := range t.Tools {
 		names[i] = tool.Name
 	}
-	return decodeToolChoice(fields["tool_choice"], names, t)
+	if err := decodeToolChoice(fields["tool_choice"], names, t); err != nil {
+		return err
+	}
+	return t.Validate()
 }
 
 // refuseChatUnsupported rejects chat fields whose effect this server

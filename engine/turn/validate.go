@@ -32,7 +32,9 @@ type checked struct {
 // template will render them), the tools and the tool choice, and compiles
 // the output format. Its errors are FieldErrors naming the field. Plan
 // validates a request it was not given validated; an adapter calls it
-// first to refuse a bad request before anything else is done.
+// first to refuse a bad request before anything else is done. What it
+// finds is kept in the request for Plan: a request is complete when it is
+// validated, and not changed after.
 func (r *Request) Validate() error {
 	if r.checked != nil {
 		return nil
