@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/speculative"
 	"github.com/edgellmd/edgellmd/web"
 )
 
@@ -16,15 +17,15 @@ const DefaultConfigPath = "/etc/edgellmd/edgellmd.yaml"
 // Config is the daemon's configuration: the YAML file, then the command
 // line's overrides. The yaml tags are the file's keys.
 type Config struct {
-	Listen string       `yaml:"listen"`
-	Model  ModelConfig  `yaml:"model"`
-	Engine EngineConfig `yaml:"engine"`
-	Cache  CacheConfig  `yaml:"cache"`
-	Draft  DraftConfig  `yaml:"draft"`
-	Power  PowerConfig  `yaml:"power"`
-	API    APIConfig    `yaml:"api"`
-	Update UpdateConfig `yaml:"update"`
-	Log    LogConfig    `yaml:"log"`
+	Listen string             `yaml:"listen"`
+	Model  ModelConfig        `yaml:"model"`
+	Engine EngineConfig       `yaml:"engine"`
+	Cache  CacheConfig        `yaml:"cache"`
+	Draft  speculative.Config `yaml:"draft"` // reloaded live (docs/design/speculative.md)
+	Power  PowerConfig        `yaml:"power"`
+	API    APIConfig          `yaml:"api"`
+	Update UpdateConfig       `yaml:"update"`
+	Log    LogConfig          `yaml:"log"`
 }
 
 // EngineConfig shapes how generations share the engine.
@@ -87,16 +88,6 @@ type CacheConfig struct {
 	MaxBytes     Size   `yaml:"max_bytes"`      // in memory; 0 turns the prefix cache off
 	MaxDiskBytes Size   `yaml:"max_disk_bytes"` // on disk under Dir
 	Persist      bool   `yaml:"persist"`        // keep the cache across restarts
-}
-
-// DraftConfig are the speculative decoding parameters (ARCHITECTURE.md,
-// "Speculative decoding"); they are reloaded live.
-type DraftConfig struct {
-	Mode        string   `yaml:"mode"`         // off, linear or tree
-	Steps       int      `yaml:"steps"`        // draft depth
-	TopK        int      `yaml:"top_k"`        // candidates kept per depth (tree)
-	VerifyNodes int      `yaml:"verify_nodes"` // tree size verified in one forward pass
-	Drafters    []string `yaml:"drafters"`     // mtp, suffix
 }
 
 // PowerConfig is the Jetson power mode to pin and how to watch it.
@@ -171,7 +162,7 @@ func DefaultConfig() Config {
 			MaxDiskBytes: 8 * GiB,
 			Persist:      true,
 		},
-		Draft: DraftConfig{Mode: "off", Steps: 8, TopK: 2, VerifyNodes: 16, Drafters: []string{"mtp", "suffix"}},
+		Draft: speculative.DefaultConfig(),
 		Power: PowerConfig{Pin: "MAXN", CheckInterval: Duration(30 * time.Second), Repin: true},
 		API: APIConfig{
 			Public:                  []string{},

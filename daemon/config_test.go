@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/speculative"
 )
 
 func TestDefaultsWithEmptyOrCommentOnlyFile(t *testing.T) {
@@ -120,7 +121,7 @@ log:
 		Model:  ModelConfig{Path: "/models/qwen.gguf", Name: "qwen3.6-27b", Aliases: []string{"gpt-4o-mini", "Qwen/Qwen3.6-27B"}, ContextLength: 32768, Threads: 12, KVType: "fp8", Activations: "nvfp4", Device: "gpu:1", GPUMatMul: "coopmat"},
 		Engine: EngineConfig{MaxSequences: 8, PrefillChunk: 512, DecodeSlowdown: 3, MemoryBudget: 8 * GiB},
 		Cache:  CacheConfig{Dir: "/srv/cache", MaxBytes: 12 * GiB, MaxDiskBytes: 100_000_000_000, Persist: false},
-		Draft:  DraftConfig{Mode: "tree", Steps: 6, TopK: 8, VerifyNodes: 32, Drafters: []string{"suffix"}},
+		Draft:  speculative.Config{Mode: "tree", Steps: 6, TopK: 8, VerifyNodes: 32, Drafters: []string{"suffix"}},
 		Power:  PowerConfig{Pin: "MAXN_SUPER", JetsonClocks: true, CheckInterval: Duration(90 * time.Second), Repin: false},
 		API: APIConfig{Key: "s3cret-token", Public: []string{"metrics"}, CORSOrigins: []string{"https://app.example.com", "*"}, SpecialTokensInMessages: true, QueueDepth: 4, MaxBodyBytes: 3 * MiB / 2,
 			BodyTimeout: Duration(5 * time.Second), UploadTimeout: Duration(30 * time.Minute),

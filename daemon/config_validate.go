@@ -91,20 +91,8 @@ func (c *Config) validate(file string, lines map[string]int) error {
 		bad("cache.max_disk_bytes", "must be > 0 when cache.persist is true (or set persist: false)")
 	}
 
-	oneOf("draft.mode", c.Draft.Mode, "off", "linear", "tree")
-	between("draft.steps", c.Draft.Steps, 1, 64)
-	between("draft.top_k", c.Draft.TopK, 1, 32)
-	between("draft.verify_nodes", c.Draft.VerifyNodes, 1, 1024)
-	if c.Draft.Mode != "off" && len(c.Draft.Drafters) == 0 {
-		bad("draft.drafters", "needs at least one of mtp, suffix when draft.mode is %s", c.Draft.Mode)
-	}
-	for i, d := range c.Draft.Drafters {
-		key := fmt.Sprintf("draft.drafters[%d]", i)
-		if !slices.Contains([]string{"mtp", "suffix"}, d) {
-			bad(key, "%q is not one of mtp, suffix", d)
-		} else if slices.Index(c.Draft.Drafters, d) < i {
-			bad(key, "%q is listed twice", d)
-		}
+	for _, p := range c.Draft.Problems() {
+		bad(p.Key, "%s", p.Msg)
 	}
 
 	if strings.ContainsFunc(c.Power.Pin, func(r rune) bool {

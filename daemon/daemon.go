@@ -182,7 +182,7 @@ func (d *Daemon) readConfigFile(allowMissing, reload bool) (Config, []byte, bool
 // Config returns a copy of the configuration in force.
 func (d *Daemon) Config() Config {
 	c := *d.cfg.Load()
-	c.Draft.Drafters = slices.Clone(c.Draft.Drafters)
+	c.Draft = c.Draft.Clone()
 	return c
 }
 
@@ -274,7 +274,7 @@ type loadResult struct {
 	eng     *engine.Engine
 	sched   *engine.Scheduler
 	handler http.Handler
-	draft   DraftConfig // the draft parameters the engine was given
+	draft   speculative.Config // the draft parameters the engine was given
 	err     error
 }
 
@@ -283,7 +283,7 @@ type loadResult struct {
 func (d *Daemon) load(cfg Config, path, name string) loadResult {
 	kv, act := tensor.KVTypeNames[cfg.Model.KVType], tensor.ActivationNames[cfg.Model.Activations] // validated
 	opt := engine.Options{Threads: cfg.Model.Threads, KVType: kv, Activations: act, ContextLen: cfg.Model.ContextLength,
-		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: speculativeConfig(cfg.Draft), Device: cfg.Model.Device, GPUMatMul: cfg.Model.GPUMatMul,
+		CacheMaxBytes: int64(cfg.Cache.MaxBytes), Draft: cfg.Draft.Clone(), Device: cfg.Model.Device, GPUMatMul: cfg.Model.GPUMatMul,
 		MaxSequences: cfg.Engine.MaxSequences, PrefillChunk: cfg.Engine.PrefillChunk, DecodeSlowdown: cfg.Engine.DecodeSlowdown,
 		MemoryBudget: int64(cfg.Engine.MemoryBudget), Log: d.log}
 	if cfg.Cache.Persist {
@@ -360,7 +360,7 @@ func (d *Daemon) installEngine(res loadResult) {
 	defer d.reloadMu.Unlock()
 	cfg := d.Config()
 	if !reflect.DeepEqual(cfg.Draft, res.draft) {
-		if err := res.eng.SetDraft(speculativeConfig(cfg.Draft)); err != nil {
+		if err := res.eng.SetDraft(cfg.Draft); err != nil {
 			err = fmt.Errorf("%s: %w", d.configPath, err)
 			d.log.Warn().Err(err).Msg("draft parameters of a reload during loading refused: keeping those of the start")
 			cfg.Draft = res.draft
@@ -383,12 +383,6 @@ func deviceWords(d engine.DeviceInfo) string {
 		mm += " (gpu_matmul scalar; the device has tensor cores)"
 	}
 	return "GPU " + d.Name + " (" + d.Engine + ", " + mm + ")"
-}
-
-// speculativeConfig is the engine's form of the draft section.
-func speculativeConfig(c DraftConfig) speculative.Config {
-	return speculative.Config{Mode: c.Mode, Steps: c.Steps, TopK: c.TopK, VerifyNodes: c.VerifyNodes,
-		Drafters: slices.Clone(c.Drafters)}
 }
 
 func tokenText(tokens []string, id int32) string {

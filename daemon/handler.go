@@ -88,13 +88,12 @@ func (s *statusSource) Telemetry(ctx context.Context) power.Readings {
 
 func (s *statusSource) Settings() web.Settings {
 	cfg := s.d.Config()
-	draft := speculativeConfig(cfg.Draft)
+	draft := cfg.Draft
 	if eng := s.d.eng.Load(); eng != nil {
 		draft = eng.Draft() // what the next request will use
 	}
 	set := web.Settings{
-		Draft: web.DraftSettings{Mode: draft.Mode, Steps: draft.Steps, TopK: draft.TopK,
-			VerifyNodes: draft.VerifyNodes, Drafters: slices.Clone(draft.Drafters)},
+		Draft: draft.Clone(),
 		Cache: web.CacheSettings{Dir: cfg.Cache.Dir, MaxBytes: int64(cfg.Cache.MaxBytes),
 			MaxDiskBytes: int64(cfg.Cache.MaxDiskBytes), Persist: cfg.Cache.Persist},
 	}

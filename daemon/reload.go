@@ -53,7 +53,7 @@ func (d *Daemon) reload(onPurpose bool) error {
 		// The engine may refuse parameters its model cannot draft with: then
 		// nothing of this file is applied.
 		if eng := d.eng.Load(); eng != nil && slices.ContainsFunc(changed, func(k string) bool { return strings.HasPrefix(k, "draft.") }) {
-			if serr := eng.SetDraft(speculativeConfig(next.Draft)); serr != nil {
+			if serr := eng.SetDraft(next.Draft); serr != nil {
 				err = fmt.Errorf("%s: %w", d.configPath, serr)
 			}
 		}

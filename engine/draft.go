@@ -2,9 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/edgellmd/edgellmd/engine/logits"
@@ -18,11 +15,10 @@ func (e *Engine) SetDraft(cfg speculative.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if cfg.Enabled() && e.model.MTP() == nil && !slices.Contains(cfg.Drafters, "suffix") {
-		return fmt.Errorf("draft.drafters: %s needs the model's MTP head, and this model has no MTP head; add suffix", strings.Join(cfg.Drafters, ", "))
+	if err := cfg.CheckModel(e.model.MTP() != nil); err != nil {
+		return err
 	}
-	c := cfg
-	c.Drafters = append([]string(nil), cfg.Drafters...)
+	c := cfg.Clone()
 	e.draft.Store(&c)
 	return nil
 }

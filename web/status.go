@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/speculative"
 	"github.com/edgellmd/edgellmd/power"
 )
 
@@ -39,14 +40,9 @@ type Settings struct {
 	LastReload *Reload       `json:"last_reload,omitempty"`
 }
 
-// DraftSettings are the speculative-decoding parameters in force.
-type DraftSettings struct {
-	Mode        string   `json:"mode"` // off, linear or tree
-	Steps       int      `json:"steps"`
-	TopK        int      `json:"top_k"`
-	VerifyNodes int      `json:"verify_nodes"`
-	Drafters    []string `json:"drafters"`
-}
+// DraftSettings are the speculative-decoding parameters in force: the
+// engine's own type, with its JSON names.
+type DraftSettings = speculative.Config
 
 // CacheSettings are the prefix cache's configured bounds.
 type CacheSettings struct {

@@ -1,7 +1,6 @@
 package speculative
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -90,11 +89,11 @@ func (d *Decoder) SetConfig(cfg Config) error {
 		return err
 	}
 	head := d.m.MTP()
+	if err := cfg.CheckModel(head != nil); err != nil {
+		return err
+	}
 	useMTP := cfg.Enabled() && slices.Contains(cfg.Drafters, "mtp") && head != nil
 	useSuffix := cfg.Enabled() && slices.Contains(cfg.Drafters, "suffix")
-	if cfg.Enabled() && !useMTP && !useSuffix {
-		return errors.New("draft.drafters: the model has no MTP head; list suffix to draft without one")
-	}
 	if useMTP && d.mtp == nil {
 		mtp, err := newMTPDrafter(head, d.ctxLen, d.vocab, d.embd)
 		if err != nil {
