@@ -21,8 +21,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/edgellmd/edgellmd/engine"
 	"github.com/rs/zerolog"
+
+	"github.com/edgellmd/edgellmd/engine"
 )
 
 const storiesModel = "../testdata/models/stories260K.gguf"
