@@ -154,7 +154,7 @@ func TestFP8KVStories(t *testing.T) {
 	m8 := openModel(t, storiesPath, tensor.E4M3, pool)
 	m16 := openModel(t, storiesPath, tensor.F16, pool)
 	m32 := openModel(t, storiesPath, tensor.F32, pool)
-	golden := readGolden(t, "testdata/stories260K-greedy64.jsonl")
+	golden := readGolden(t, "../../testdata/golden/stories260K-greedy64.jsonl")
 
 	var same, total, prefix, prefixTotal int
 	for _, g := range golden {

@@ -96,7 +96,7 @@ func greedy(t testing.TB, m Model, st State, prompt []int32, n int) []int32 {
 // stories260K with an F16 KV cache, token for token.
 func TestStoriesGolden(t *testing.T) {
 	m := openModel(t, storiesPath, tensor.F16, testPool(t))
-	for _, g := range readGolden(t, "testdata/stories260K-greedy64.jsonl") {
+	for _, g := range readGolden(t, "../../testdata/golden/stories260K-greedy64.jsonl") {
 		st := m.NewState(len(g.PromptTokens) + len(g.Tokens) + 1)
 		got := greedy(t, m, st, g.PromptTokens, len(g.Tokens))
 		for i := range g.Tokens {

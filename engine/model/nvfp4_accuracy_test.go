@@ -78,7 +78,7 @@ func greedyAgreement(a, b [][]int32) (same, prefix, total int) {
 // per position. The floors are loose: they catch a broken kernel (which
 // lands near chance, 1/512), not a small loss.
 func TestNVFP4Accuracy(t *testing.T) {
-	golden := readGolden(t, "testdata/stories260K-greedy64.jsonl")
+	golden := readGolden(t, "../../testdata/golden/stories260K-greedy64.jsonl")
 	run := func(m Model) (tf [][]float32, gr [][]int32) {
 		for _, g := range golden {
 			gr = append(gr, greedy(t, m, m.NewState(len(g.PromptTokens)+len(g.Tokens)+1), g.PromptTokens, len(g.Tokens)))
