@@ -119,7 +119,8 @@ const DefaultPrefillChunk = 256
 // 16k-token prompt on the bench model that kept the others' mean TPOT at
 // 2.7x their TPOT alone (2.5 gave 3.35x: their decode-only steps slow down
 // too, as their context grows and the prompt's KV takes the caches), the
-// prompt prefilling at 0.47x its speed alone (README).
+// prompt prefilling at 0.47x its speed alone (docs/performance/
+// concurrency.md, "A long prompt beside running requests").
 const DefaultDecodeSlowdown = 2.0
 
 // DefaultMaxSequences is Options.MaxSequences's default.

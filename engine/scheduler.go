@@ -291,8 +291,9 @@ func (s *Scheduler) LastBeat() time.Time {
 	return time.Unix(0, max(s.lastBeat.Load(), s.eng.lastStep.Load()))
 }
 
-// Engine returns the engine the scheduler runs.
-// Depth is how many requests may wait behind the running one.
+// Depth is how many requests may wait in the queue while every slot is
+// taken (api.queue_depth).
 func (s *Scheduler) Depth() int { return s.depth }
 
+// Engine returns the engine the scheduler runs.
 func (s *Scheduler) Engine() *Engine { return s.eng }
