@@ -114,21 +114,6 @@ func TestAdmissionByMemory(t *testing.T) {
 				t.Fatalf("budget %d, want %d", got, budget)
 			}
 			s := NewScheduler(e, 16)
-			gate := make(chan struct{}) // closed once a request waits for memory
-			var once sync.Once
-			var mu sync.Mutex
-			var peak MemoryStats
-			s.observe = func() { // after every dispatch, with the scheduler's lock held
-				st := e.MemoryStats()
-				mu.Lock()
-				peak.Running = max(peak.Running, st.Running)
-				peak.InUseBytes = max(peak.InUseBytes, st.InUseBytes)
-				peak.WaitingForMemory = max(peak.WaitingForMemory, st.WaitingForMemory)
-				mu.Unlock()
-				if st.WaitingForMemory > 0 {
-					once.Do(func() { close(gate) })
-				}
-			}
 			runScheduler(t, s)
 
 			rng := rand.New(rand.NewPCG(3, 4))
@@ -154,10 +139,12 @@ func TestAdmissionByMemory(t *testing.T) {
 					r, err := s.Submit(context.Background(), reqs[i], func(Token) error {
 						if first { // the running ones hold their memory until the third waits
 							first = false
-							select {
-							case <-gate:
-							case <-time.After(20 * time.Second): // fails the test; not synchronisation
-								return errors.New("no request waited for memory")
+							deadline := time.Now().Add(20 * time.Second) // fails the test
+							for e.MemoryStats().MemoryWaits == 0 {
+								if time.Now().After(deadline) {
+									return errors.New("no request waited for memory")
+								}
+								time.Sleep(time.Millisecond)
 							}
 						}
 						return nil
@@ -175,11 +162,8 @@ func TestAdmissionByMemory(t *testing.T) {
 				}
 			}
 			st, bs := e.MemoryStats(), e.BatchStats()
-			mu.Lock()
-			pk := peak
-			mu.Unlock()
-			if pk.Running != 2 || pk.InUseBytes > budget || pk.WaitingForMemory != 1 || st.MemoryWaits != 1 || st.WaitingForMemory != 0 || st.Running != 0 {
-				t.Fatalf("peak %+v, now %+v (budget %d)", pk, st, budget)
+			if st.PeakRunning != 2 || st.PeakInUseBytes > budget || st.PeakWaitingForMemory != 1 || st.MemoryWaits != 1 || st.WaitingForMemory != 0 || st.Running != 0 {
+				t.Fatalf("stats %+v (budget %d)", st, budget)
 			}
 			for size, c := range bs.BySize[2:] {
 				if c > 0 {

@@ -51,9 +51,6 @@ type Scheduler struct {
 	// memShort are the queued jobs the last dispatch found short of
 	// memory (its share of the pool's requests waiting for memory).
 	memShort int
-	// observe, when set (tests, before Run), is called with mu held after
-	// every change of the queue.
-	observe func()
 }
 
 type job struct {
@@ -163,7 +160,6 @@ func (s *Scheduler) dispatch() {
 		t.AddWaiting(short - s.memShort)
 		s.memShort = short
 	})
-	s.changed()
 }
 
 // run generates j on slot q, which dispatch took for it, and releases q.
@@ -196,14 +192,6 @@ func (s *Scheduler) stop() {
 	}
 	s.eng.seqs.Locked(func(t slots.Txn) { t.AddWaiting(-s.memShort) })
 	s.memShort = 0
-	s.changed()
-}
-
-// changed reports a change of the queue to observe. Called with mu held.
-func (s *Scheduler) changed() {
-	if s.observe != nil {
-		s.observe()
-	}
 }
 
 // Done is closed when Run has returned.
@@ -233,7 +221,6 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, emit func(Token) er
 		return Result{}, ErrQueueFull
 	}
 	j.elem = s.queue.PushBack(j)
-	s.changed()
 	s.mu.Unlock()
 	select {
 	case s.ready <- struct{}{}:
@@ -248,7 +235,6 @@ func (s *Scheduler) Submit(ctx context.Context, req Request, emit func(Token) er
 		if queued {
 			s.queue.Remove(j.elem)
 			j.elem = nil
-			s.changed()
 		}
 		s.mu.Unlock()
 		if queued {

@@ -47,6 +47,7 @@ type Pool struct {
 	used    int64
 	waiting int
 	waits   int64
+	peak    MemoryStats // the high-water marks (peaked)
 }
 
 // Slot is one sequence slot as the pool accounts it. Its fields are the
@@ -108,6 +109,7 @@ func (p *Pool) Acquire(ctx context.Context, tokens, prompt int) (*Slot, error) {
 			} else {
 				p.waiting--
 			}
+			p.peaked()
 		}
 		freed := p.freed
 		p.mu.Unlock()
@@ -142,8 +144,11 @@ func (t Txn) TryAcquire(tokens, prompt int) (s *Slot, short bool, err error) {
 
 // Waited counts a request that waits for memory (MemoryStats.MemoryWaits);
 // AddWaiting moves the requests waiting for memory now by n.
-func (t Txn) Waited()          { t.p.waits++ }
-func (t Txn) AddWaiting(n int) { t.p.waiting += n }
+func (t Txn) Waited() { t.p.waits++ }
+func (t Txn) AddWaiting(n int) {
+	t.p.waiting += n
+	t.p.peaked()
+}
 
 // tryAcquire is TryAcquire, with p.mu held.
 func (p *Pool) tryAcquire(tokens, prompt int) (s *Slot, short bool, err error) {
@@ -206,7 +211,26 @@ func (p *Pool) tryAcquire(tokens, prompt int) (s *Slot, short bool, err error) {
 	p.used += mtpBytes
 	p.free = append(p.free[:i], p.free[i+1:]...)
 	s.busy = true
+	p.peaked()
 	return s, false, nil
+}
+
+// peaked raises the high-water marks to the figures now. Called with mu
+// held after every change of them.
+func (p *Pool) peaked() {
+	pk := &p.peak
+	pk.InUseBytes = max(pk.InUseBytes, p.used)
+	pk.WaitingForMemory = max(pk.WaitingForMemory, p.waiting)
+	running := 0
+	var runningBytes int64
+	for _, s := range p.slots {
+		if s.busy {
+			running++
+			runningBytes += s.stateBytes + s.mtpBytes
+		}
+	}
+	pk.Running = max(pk.Running, running)
+	pk.RunningBytes = max(pk.RunningBytes, runningBytes)
 }
 
 func (p *Pool) mtpBytes() int64 {
@@ -309,13 +333,22 @@ type MemoryStats struct {
 	// the requests that ever waited so.
 	WaitingForMemory int
 	MemoryWaits      int64
+	// PeakInUseBytes, PeakRunningBytes, PeakRunning and
+	// PeakWaitingForMemory are the high-water marks of those figures since
+	// start: what the budget had to hold at the busiest moment.
+	PeakInUseBytes       int64
+	PeakRunningBytes     int64
+	PeakRunning          int
+	PeakWaitingForMemory int
 }
 
 // Stats returns the sequence memory's figures.
 func (p *Pool) Stats() MemoryStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := MemoryStats{BudgetBytes: p.cfg.Budget, InUseBytes: p.used, WaitingForMemory: p.waiting, MemoryWaits: p.waits}
+	st := MemoryStats{BudgetBytes: p.cfg.Budget, InUseBytes: p.used, WaitingForMemory: p.waiting, MemoryWaits: p.waits,
+		PeakInUseBytes: p.peak.InUseBytes, PeakRunningBytes: p.peak.RunningBytes, PeakRunning: p.peak.Running,
+		PeakWaitingForMemory: p.peak.WaitingForMemory}
 	for _, s := range p.slots {
 		if s.busy {
 			st.Running++

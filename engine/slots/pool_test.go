@@ -63,7 +63,8 @@ func TestPoolAdmitsByMemory(t *testing.T) {
 	if s != held[1] || len(dropped) != 0 {
 		t.Fatalf("took slot %d (dropped %v), want the released slot %d with its state", s.Index, dropped, held[1].Index)
 	}
-	if st := p.Stats(); st.InUseBytes != budget || st.WaitingForMemory != 0 || st.MemoryWaits != 1 {
+	if st := p.Stats(); st.InUseBytes != budget || st.WaitingForMemory != 0 || st.MemoryWaits != 1 ||
+		st.PeakRunning != 2 || st.PeakWaitingForMemory != 1 || st.PeakInUseBytes != budget || st.PeakRunningBytes != budget {
 		t.Fatalf("after the wait: %+v", st)
 	}
 }
