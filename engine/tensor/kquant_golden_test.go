@@ -105,7 +105,13 @@ func sameFloat(a, b float32) bool {
 // once for every vector) give dotQ4KRepacked's bits for each (row, vector).
 func TestQ4KRepackedRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	const rows, cols = 16, 512
+	for _, rows := range []int{16, 136} {
+		testQ4KRepackedRows(t, rng, rows)
+	}
+}
+
+func testQ4KRepackedRows(t *testing.T, rng *rand.Rand, rows int) {
+	const cols = 512
 	data := make([]byte, rows*cols/qkK*q4KBytes)
 	for i := range data {
 		data[i] = byte(rng.Uint32())
@@ -147,8 +153,12 @@ func TestQ4KRepackedRows(t *testing.T) {
 // dotLegacyRepacked's bits for each (row, vector).
 func TestLegacyRepackedRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	const rows, cols = 16, 160
-	for _, typ := range []DType{Q4_0, IQ4_NL} {
+	const cols = 160
+	for _, tc := range []struct {
+		typ  DType
+		rows int
+	}{{Q4_0, 16}, {IQ4_NL, 16}, {Q4_0, 136}, {IQ4_NL, 200}} { // 136, 200: tiles of rows far apart
+		typ, rows := tc.typ, tc.rows
 		data := make([]byte, rows*cols/32*q4_0Bytes)
 		for i := range data {
 			data[i] = byte(rng.Uint32())
@@ -174,7 +184,7 @@ func TestLegacyRepackedRows(t *testing.T) {
 				for r := 0; r < rows; r++ {
 					want := dotLegacyRepacked(typ, data[r*cols/32*q4_0Bytes:(r+1)*cols/32*q4_0Bytes], act)
 					if got := dst[v*rows+r]; math.Float32bits(got) != math.Float32bits(want) {
-						t.Fatalf("%s, %d vectors: (row %d, vector %d) = %g, dotLegacyRepacked %g", typ, n, r, v, got, want)
+						t.Fatalf("%s %dx%d, %d vectors: (row %d, vector %d) = %g, dotLegacyRepacked %g", typ, rows, cols, n, r, v, got, want)
 					}
 				}
 			}
