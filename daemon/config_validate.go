@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgellmd/edgellmd/engine"
+	"github.com/edgellmd/edgellmd/engine/tensor"
 	"github.com/edgellmd/edgellmd/web"
 )
 
@@ -69,8 +70,12 @@ func (c *Config) validate(file string, lines map[string]int) error {
 	}
 	atLeast("model.context_length", c.Model.ContextLength, 0)
 	between("model.threads", c.Model.Threads, 0, 1024)
-	oneOf("model.kv_type", c.Model.KVType, "f16", "f32", "fp8")
-	oneOf("model.activations", c.Model.Activations, "q8", "f32", "nvfp4")
+	if _, err := tensor.ParseKVType(c.Model.KVType); err != nil {
+		bad("model.kv_type", "%v", err)
+	}
+	if _, err := tensor.ParseActivations(c.Model.Activations); err != nil {
+		bad("model.activations", "%v", err)
+	}
 	if err := engine.ParseDevice(c.Model.Device); err != nil {
 		bad("model.device", "%q is not auto, cpu, gpu or gpu:N (N counts from 0 over the devices `edgellmd devices` lists)", c.Model.Device)
 	}
