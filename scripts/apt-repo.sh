@@ -88,7 +88,7 @@ else
 	KEY=$(gpg --batch --list-secret-keys --with-colons | awk -F: '$1 == "fpr" { print $10; exit }')
 fi
 # The full fingerprint, whatever form APT_REPO_KEY had.
-FPR=$(gpg --batch --list-keys --with-colons "$KEY" | awk -F: '$1 == "fpr" { print $10; exit }')
+FPR=$(gpg --batch --list-keys --with-colons "$KEY" 2>/dev/null | awk -F: '$1 == "fpr" { print $10; exit }')
 [ -n "$FPR" ] || die "no fingerprint for key $KEY"
 stop_agent() {
 	if [ "$generated" = 1 ]; then gpgconf --kill gpg-agent 2>/dev/null || true; fi
