@@ -5,6 +5,9 @@ scrapes and a live Prometheus (scripts/dashboard-check.sh runs it).
   dashboard-check.py DASHBOARD.json --scrape FILE [--scrape FILE...]
                      [--prom URL --instance HOST:PORT [--instance ...]]
 
+0. The dashboard's structure: unique panel ids, panels within the grid,
+   every panel on the ${datasource} variable with unique refIds, rows
+   repeated over a multi-value variable.
 1. Every expression of the dashboard (each panel's targets, panels inside
    rows included, and the template variables' label_values() queries) is
    taken apart into the metric names it selects. Each name must be a series
@@ -116,6 +119,42 @@ def expressions(dash):
     return out
 
 
+def structure(dash):
+    """What Grafana would take badly: duplicate panel ids, a panel outside
+    the 24-column grid, a target without a unique refId, a panel not on the
+    dashboard's data source variable, a row repeated over a variable that
+    does not exist. Returns the problems found."""
+    bad = []
+    variables = {v.get("name"): v for v in dash.get("templating", {}).get("list", [])}
+    ids = set()
+
+    def walk(panels):
+        for p in panels:
+            t = f'panel "{p.get("title")}"'
+            if p.get("id") in ids:
+                bad.append(f"{t}: id {p.get('id')} used twice")
+            ids.add(p.get("id"))
+            g = p.get("gridPos", {})
+            if not all(k in g for k in ("x", "y", "w", "h")) or g["x"] < 0 or g["w"] <= 0 or g["x"] + g["w"] > 24:
+                bad.append(f"{t}: gridPos {g} is not within the 24 columns")
+            if p.get("type") != "row":
+                ds = p.get("datasource") or {}
+                if ds.get("uid") != "${datasource}":
+                    bad.append(f"{t}: data source {ds} is not the ${{datasource}} variable")
+                refs = [x.get("refId") for x in p.get("targets", [])]
+                if not refs or len(set(refs)) != len(refs) or None in refs:
+                    bad.append(f"{t}: targets' refIds {refs} are missing or not unique")
+            r = p.get("repeat")
+            if r and not (r in variables and variables[r].get("multi")):
+                bad.append(f"{t}: repeats over ${r}, which is not a multi-value variable")
+            walk(p.get("panels", []))
+
+    walk(dash.get("panels", []))
+    if "datasource" not in variables or variables["datasource"].get("type") != "datasource":
+        bad.append("no datasource variable of type datasource")
+    return bad
+
+
 def scrape_names(path):
     names = set()
     with open(path) as f:
@@ -159,6 +198,14 @@ def main():
         return 1
     scrapes = [(p, scrape_names(p)) for p in a.scrape]
     fails = 0
+    if scrapes or not a.prom:
+        problems = structure(dash)
+        for b in problems:
+            print(f"FAIL  {b}")
+        fails += len(problems)
+        if not problems:
+            print("ok    structure: panel ids unique, all within the 24-column grid, on the ${datasource} "
+                  "variable, refIds unique, rows repeated over a multi-value variable")
     all_names = set()
     for where, expr, _ in exprs:
         names = metric_names(expr)
