@@ -89,13 +89,13 @@ func TestGenerateSpeculativeEqualsPlain(t *testing.T) {
 		if len(got.Tokens) > 1 && (got.DecodeTime <= 0 || want.DecodeTime <= 0 || got.PrefillTime <= 0) {
 			t.Errorf("prefill %v, decode %v and %v: the durations were not recorded", got.PrefillTime, got.DecodeTime, want.DecodeTime)
 		}
-		if got.TargetSteps > len(got.Tokens) {
-			t.Errorf("%d forward passes for %d tokens", got.TargetSteps, len(got.Tokens))
+		if got.Spec.TargetSteps > int64(len(got.Tokens)) {
+			t.Errorf("%d forward passes for %d tokens", got.Spec.TargetSteps, len(got.Tokens))
 		}
-		steps += got.TargetSteps
+		steps += int(got.Spec.TargetSteps)
 		tokens += len(got.Tokens)
-		if got.AcceptedTokens > got.DraftTokens {
-			t.Errorf("accepted %d of %d drafts", got.AcceptedTokens, got.DraftTokens)
+		if got.Spec.Accepted > got.Spec.Drafted {
+			t.Errorf("accepted %d of %d drafts", got.Spec.Accepted, got.Spec.Drafted)
 		}
 	}
 	t.Logf("%d tokens in %d target forward passes", tokens, steps)
@@ -112,7 +112,7 @@ func TestGenerateSpeculativeEqualsPlain(t *testing.T) {
 	if !slices.Equal(got.Tokens, want.Tokens) {
 		t.Fatalf("repeated request: %v, plain decoding %v", got.Tokens, want.Tokens)
 	}
-	if got.TargetSteps > len(got.Tokens)/3 {
-		t.Errorf("repeated request: %d forward passes for %d tokens (%d of %d drafts accepted)", got.TargetSteps, len(got.Tokens), got.AcceptedTokens, got.DraftTokens)
+	if got.Spec.TargetSteps > int64(len(got.Tokens)/3) {
+		t.Errorf("repeated request: %d forward passes for %d tokens (%d of %d drafts accepted)", got.Spec.TargetSteps, len(got.Tokens), got.Spec.Accepted, got.Spec.Drafted)
 	}
 }

@@ -64,17 +64,12 @@ type Result struct {
 	Tokens       []int32
 	FinishReason string // "stop" (end-of-generation token) or "length"
 	CachedTokens int    // prompt tokens restored from the prefix cache, not prefilled
-	// TargetSteps are the model's forward passes while decoding (one per
-	// output token after the first without drafting, fewer with it);
-	// DraftTokens the draft tokens verified, AcceptedTokens those accepted.
-	TargetSteps    int
-	DraftTokens    int
-	AcceptedTokens int
-	Draft          string // the draft parameters used: "off", or e.g. "tree 8/2/16 mtp,suffix"
-	// DraftSteps are the verify steps that had a draft; AcceptedAt[i] the
-	// steps whose accepted path reached depth i+1.
-	DraftSteps  int
-	AcceptedAt  [speculative.MaxStatDepth]int
+	Draft        string // the draft parameters used: "off", or e.g. "tree 8/2/16 mtp,suffix"
+	// Spec counts the decoding: Spec.TargetSteps are the model's forward
+	// passes while decoding (one per output token after the first without
+	// drafting, fewer with it), the rest the drafting's figures (zero
+	// without it).
+	Spec        speculative.Stats
 	PrefillTime time.Duration
 	DecodeTime  time.Duration // from the first output token to the last
 }
@@ -188,12 +183,7 @@ func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error)
 		}
 		if dec != nil {
 			err := q.decodeSpeculative(ctx, dec, req, sh, maxTokens, &res, emit)
-			s := dec.Stats()
-			res.TargetSteps, res.DraftTokens, res.AcceptedTokens = int(s.TargetSteps), int(s.Drafted), int(s.Accepted)
-			res.DraftSteps = int(s.Drafts)
-			for i, n := range s.AcceptedAt {
-				res.AcceptedAt[i] = int(n)
-			}
+			res.Spec = dec.Stats()
 			return res, err
 		}
 		one[0] = id
@@ -208,7 +198,7 @@ func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error)
 		} else if err := q.decode(one); err != nil {
 			return res, err
 		}
-		res.TargetSteps++
+		res.Spec.TargetSteps++
 	}
 	return res, nil
 }

@@ -71,9 +71,9 @@ func runAgent(t *testing.T, e *Engine, prompts [][]int32, cfg speculative.Config
 		}
 		res, text, _ := runShaped(t, e, Request{Prompt: p, MaxTokens: n, Constraint: &Constraint{Grammar: g, Trigger: "<tool_call>"}})
 		r.tokens = append(r.tokens, res.Tokens)
-		r.steps += res.TargetSteps
-		r.drafted += res.DraftTokens
-		r.accepted += res.AcceptedTokens
+		r.steps += int(res.Spec.TargetSteps)
+		r.drafted += int(res.Spec.Drafted)
+		r.accepted += int(res.Spec.Accepted)
 		if e.lastSlot().spec != nil && cfg.Enabled() {
 			r.filtered += e.lastSlot().spec.Stats().Filtered // since the request's Begin
 		}

@@ -211,11 +211,7 @@ func (s *Server) recordOutcome(rec *record, res turn.Result) {
 	rec.outputTokens = res.Usage.OutputTokens
 	e := res.Engine
 	rec.draft = e.Draft
-	rec.targetSteps = e.TargetSteps
-	rec.draftTokens = e.DraftTokens
-	rec.acceptedTokens = e.AcceptedTokens
-	rec.draftSteps = e.DraftSteps
-	rec.acceptedAt = e.AcceptedAt
+	rec.spec = e.Spec
 	rec.finish = string(res.Finish)
 	if e.TimedTokens > 0 {
 		rec.ttft = e.FirstToken.Sub(rec.start)

@@ -122,10 +122,10 @@ func (m *metrics) observe(rec *record, status int, elapsed time.Duration) {
 	m.genTokens.Add(float64(rec.outputTokens))
 	m.cacheQueries.Add(float64(rec.promptTokens))
 	m.cacheHits.Add(float64(rec.cachedTokens))
-	m.draftTokens.Add(float64(rec.draftTokens))
-	m.acceptedDraft.Add(float64(rec.acceptedTokens))
-	m.drafts.Add(float64(rec.draftSteps))
-	for i, n := range rec.acceptedAt {
+	m.draftTokens.Add(float64(rec.spec.Drafted))
+	m.acceptedDraft.Add(float64(rec.spec.Accepted))
+	m.drafts.Add(float64(rec.spec.Drafts))
+	for i, n := range rec.spec.AcceptedAt {
 		if n > 0 {
 			m.acceptedAtPos.WithLabelValues(strconv.Itoa(i)).Add(float64(n))
 		}

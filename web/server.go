@@ -325,21 +325,17 @@ type record struct {
 	cachedTokens int
 	outputTokens int
 	// speculative decoding (genOutcome's)
-	draft          string
-	targetSteps    int
-	draftTokens    int
-	acceptedTokens int
-	draftSteps     int
-	acceptedAt     [speculative.MaxStatDepth]int
-	ttft           time.Duration
-	tpot           time.Duration
-	finish         string
-	ignored        []string
-	err            string
-	generation     bool   // a generation route: the token fields are logged
-	wire           uint8  // the API's error shape: wireOpenAI or wireAnthropic
-	promptParam    string // the field holding its prompt: messages or prompt
-	sessionKey     string // the affinity key answered (session.go)
+	draft       string
+	spec        speculative.Stats
+	ttft        time.Duration
+	tpot        time.Duration
+	finish      string
+	ignored     []string
+	err         string
+	generation  bool   // a generation route: the token fields are logged
+	wire        uint8  // the API's error shape: wireOpenAI or wireAnthropic
+	promptParam string // the field holding its prompt: messages or prompt
+	sessionKey  string // the affinity key answered (session.go)
 }
 
 type recordKey struct{}
@@ -426,8 +422,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 				Int("output_tokens", rec.outputTokens).Str("finish_reason", rec.finish).
 				Float64("ttft_ms", msec(rec.ttft)).Float64("tpot_ms", msec(rec.tpot))
 			if rec.draft != "" {
-				ev = ev.Str("draft", rec.draft).Int("target_steps", rec.targetSteps).
-					Int("draft_tokens", rec.draftTokens).Int("accepted_tokens", rec.acceptedTokens)
+				ev = ev.Str("draft", rec.draft).Int64("target_steps", rec.spec.TargetSteps).
+					Int64("draft_tokens", rec.spec.Drafted).Int64("accepted_tokens", rec.spec.Accepted)
 			}
 		}
 		if len(rec.ignored) > 0 {

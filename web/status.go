@@ -202,9 +202,9 @@ func (b *statusBook) observe(now time.Time, id, method, path string, rec *record
 		return
 	}
 	b.total++
-	b.draft += int64(rec.draftTokens)
-	b.accepted += int64(rec.acceptedTokens)
-	b.drafts += int64(rec.draftSteps)
+	b.draft += rec.spec.Drafted
+	b.accepted += rec.spec.Accepted
+	b.drafts += rec.spec.Drafts
 	b.queried += int64(rec.promptTokens)
 	b.cached += int64(rec.cachedTokens)
 	if failed {

@@ -158,7 +158,7 @@ func cmdRun(args []string, stdout io.Writer, log zerolog.Logger) error {
 		return nil
 	}
 	out := runOutput{PromptTokens: res.Prompt, Tokens: res.Tokens, Text: tok.Decode(res.Tokens),
-		TargetSteps: res.TargetSteps, DraftTokens: res.DraftTokens, AcceptedTokens: res.AcceptedTokens,
+		TargetSteps: int(res.Spec.TargetSteps), DraftTokens: int(res.Spec.Drafted), AcceptedTokens: int(res.Spec.Accepted),
 		PrefillMS: float64(res.PrefillTime.Microseconds()) / 1000, DecodeMS: float64(res.DecodeTime.Microseconds()) / 1000}
 	if out.Tokens == nil {
 		out.Tokens = []int32{}

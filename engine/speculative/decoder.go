@@ -27,6 +27,18 @@ type Stats struct {
 	Filtered int64
 }
 
+// Add adds o's counts to s (a request's several runs, or several requests).
+func (s *Stats) Add(o Stats) {
+	s.TargetSteps += o.TargetSteps
+	s.Drafted += o.Drafted
+	s.Accepted += o.Accepted
+	s.Drafts += o.Drafts
+	for i, n := range o.AcceptedAt {
+		s.AcceptedAt[i] += n
+	}
+	s.Filtered += o.Filtered
+}
+
 // MaxStatDepth bounds the draft depths Stats.AcceptedAt counts.
 const MaxStatDepth = 16
 

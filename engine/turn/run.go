@@ -38,13 +38,7 @@ func (r *run) tokenArrived() {
 func (r *run) addSpec(res engine.Result) {
 	e := &r.res.Engine
 	e.Draft = res.Draft
-	e.TargetSteps += res.TargetSteps
-	e.DraftTokens += res.DraftTokens
-	e.AcceptedTokens += res.AcceptedTokens
-	e.DraftSteps += res.DraftSteps
-	for i, n := range res.AcceptedAt {
-		e.AcceptedAt[i] += n
-	}
+	e.Spec.Add(res.Spec)
 }
 
 // Run generates plan's answer. Every delta goes to sink as soon as it is
@@ -251,8 +245,7 @@ func (p *Pipeline) reasonFirst(ctx context.Context, plan *Plan, dec *TextDecoder
 		// (the engine's figures and the cached prompt stay).
 		e := r.res.Engine
 		r.res = Result{Usage: Usage{PromptTokens: r.res.Usage.PromptTokens, CachedTokens: r.res.Usage.CachedTokens},
-			Engine: EngineStats{Draft: e.Draft, TargetSteps: e.TargetSteps, DraftTokens: e.DraftTokens,
-				AcceptedTokens: e.AcceptedTokens, DraftSteps: e.DraftSteps, AcceptedAt: e.AcceptedAt}}
+			Engine: EngineStats{Draft: e.Draft, Spec: e.Spec}}
 		return nil, "", false, nil
 	case len(gate.Undecided) > 0:
 		deltas, _ := dec.Push(gate.Undecided)

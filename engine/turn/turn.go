@@ -290,16 +290,10 @@ type EngineStats struct {
 	// TimedTokens output tokens arrived.
 	FirstToken, LastToken time.Time
 	TimedTokens           int
-	// Draft names the speculative decoding used; TargetSteps are the
-	// target model's forward passes while decoding, DraftTokens the draft
-	// tokens verified, AcceptedTokens those accepted, DraftSteps the
-	// draft's passes, AcceptedAt the accepted count by depth.
-	Draft          string
-	TargetSteps    int
-	DraftTokens    int
-	AcceptedTokens int
-	DraftSteps     int
-	AcceptedAt     [speculative.MaxStatDepth]int
+	// Draft names the speculative decoding used; Spec counts the target
+	// model's forward passes while decoding and the drafting's figures.
+	Draft string
+	Spec  speculative.Stats
 }
 
 // TPOT is the mean time per output token after the first.
@@ -312,13 +306,7 @@ func (e EngineStats) TPOT() time.Duration {
 
 // Add adds a later run's figures (another choice of the same prompt).
 func (e *EngineStats) Add(o EngineStats) {
-	e.TargetSteps += o.TargetSteps
-	e.DraftTokens += o.DraftTokens
-	e.AcceptedTokens += o.AcceptedTokens
-	e.DraftSteps += o.DraftSteps
-	for i, n := range o.AcceptedAt {
-		e.AcceptedAt[i] += n
-	}
+	e.Spec.Add(o.Spec)
 	if o.TimedTokens > 0 {
 		if e.TimedTokens == 0 {
 			e.FirstToken = o.FirstToken
