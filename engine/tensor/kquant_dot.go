@@ -476,8 +476,10 @@ func q6kStepGo(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int
 }
 
 // q6KRows computes rows [lo,hi) of a Q6_K product for all j.n vectors,
-// each weight block decoded once for all of them (q6kStep), with dotQ6K's
-// bits.
+// with dotQ6K's bits: one vector a whole row per call (dotQ6KRow);
+// several, two rows at a time in a register tile where the CPU has
+// AVX-512 (q6kTile), else (and a last odd row) each weight block decoded
+// once for all vectors (q6kStep).
 func (j *mmJob) q6KRows(worker, lo, hi int) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/qkK, m.rowBytes()
@@ -487,9 +489,21 @@ func (j *mmJob) q6KRows(worker, lo, hi int) {
 		}
 		return
 	}
-	acc := growF32(&j.kAcc[worker], 8*n)
+	acc := growF32(&j.kAcc[worker], 16*n)
+	r := lo
+	if useTile512 {
+		for ; r+2 <= hi; r += 2 {
+			clear(acc)
+			q6kTile(m.Data[r*rb:(r+2)*rb], rb, j.actK, nb, nb, n, acc)
+			for v := 0; v < n; v++ {
+				j.dst[v*m.Rows+r] = (*laneAcc)(acc[16*v : 16*v+8]).sum()
+				j.dst[v*m.Rows+r+1] = (*laneAcc)(acc[16*v+8 : 16*v+16]).sum()
+			}
+		}
+	}
 	var scratch [144]int16
-	for r := lo; r < hi; r++ {
+	for ; r < hi; r++ {
+		acc := acc[:8*n]
 		clear(acc)
 		row := m.Data[r*rb : (r+1)*rb]
 		for b := 0; b < nb; b++ {

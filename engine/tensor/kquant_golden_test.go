@@ -192,3 +192,46 @@ func TestLegacyRepackedRows(t *testing.T) {
 		p.Close()
 	}
 }
+
+// TestQ6KRows: the Q6_K rows of MatMul (one vector a row per call,
+// several the two-row tile or a block for all vectors) give dotQ6K's bits
+// for each (row, vector), an odd row count included.
+func TestQ6KRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const cols = 512
+	for _, rows := range []int{16, 37} {
+		data := make([]byte, rows*cols/qkK*q6KBytes)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		for b := 0; b < len(data)/q6KBytes; b++ {
+			data[b*q6KBytes+209] = 0x20 | byte(rng.Uint32()&0xF)
+		}
+		m, err := NewMatrix(Q6_K, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, threads := range []int{1, 2} {
+			p := NewPool(threads)
+			for n := 1; n <= 5; n++ {
+				x := make([]float32, n*cols)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				dst := make([]float32, n*rows)
+				p.MatMul(dst, m, x, n)
+				act := make([]q8KAct, cols/qkK)
+				for v := 0; v < n; v++ {
+					quantizeQ8K(act, x[v*cols:(v+1)*cols])
+					for r := 0; r < rows; r++ {
+						want := dotQ6K(data[r*cols/qkK*q6KBytes:(r+1)*cols/qkK*q6KBytes], act)
+						if got := dst[v*rows+r]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("%d rows, threads %d, %d vectors: (row %d, vector %d) = %g, dotQ6K %g", rows, threads, n, r, v, got, want)
+						}
+					}
+				}
+			}
+			p.Close()
+		}
+	}
+}

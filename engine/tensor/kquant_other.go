@@ -35,3 +35,10 @@ func dotIQ4XSRow(row []byte, act []q8KAct) float32 { return dotIQ4XS(row, act) }
 func q4kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, rbuf []int32, acc []float32) {
 	q4kTileGo(w, rb, act, astride, nb, n, acc)
 }
+
+// useTile512: no AVX-512 tiles on this architecture.
+const useTile512 = false
+
+func q6kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	q6kTileGo(w, rb, act, astride, nb, n, acc)
+}

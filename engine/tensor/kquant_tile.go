@@ -65,3 +65,36 @@ func q4kTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32
 		}
 	}
 }
+
+// q6kTileGo is two rows of a Q6_K matrix (w, w[rb:]; nb blocks each)
+// against n vectors' Q8_K blocks (act[v*astride:]): acc[16v+8h:16v+8h+8]
+// are the eight lanes of row h and vector v, stepping block by block as
+// dotQ6K's do. The twin of q6kTileAVX512.
+func q6kTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	var lv [64]int32
+	var s [8]int32
+	var s16 [16]int32
+	for h := 0; h < 2; h++ {
+		row := w[h*rb : h*rb+nb*q6KBytes]
+		for b := 0; b < nb; b++ {
+			blk := row[b*q6KBytes : (b+1)*q6KBytes]
+			for i := range s16 {
+				s16[i] = int32(int8(blk[192+i]))
+			}
+			for c := 0; c < 8; c++ { // lanes 0-3 of a chunk are its first 16 values
+				for l := 0; l < 8; l++ {
+					lv[8*c+l] = s16[2*c+l/4]
+				}
+			}
+			dw := f16At(blk[208:])
+			for v := 0; v < n; v++ {
+				a := &act[v*astride+b]
+				q6kLanesGo(blk[0:128], blk[128:192], &a.q, &lv, &s)
+				for m := 0; m < 8; m++ {
+					s[m] -= (int32(a.bsums[2*m])*s16[2*m] + int32(a.bsums[2*m+1])*s16[2*m+1]) << 5
+				}
+				(*laneAcc)(acc[16*v+8*h : 16*v+8*h+8]).step(a.d*dw, &s)
+			}
+		}
+	}
+}

@@ -45,3 +45,18 @@ func q4kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, rbuf []int32, a
 	}
 	q4kTileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], (*byte)(unsafe.Pointer(&rbuf[0])), &acc[0])
 }
+
+//go:noescape
+func q6kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+
+// q6kTile: see q6kTileGo. It runs only where useTile512 is set (the
+// callers check): AVX2's sixteen registers do not hold a row pair.
+func q6kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	if !useTile512 || nb == 0 || n == 0 {
+		q6kTileGo(w, rb, act, astride, nb, n, acc)
+		return
+	}
+	_, _, _ = w[rb+nb*q6KBytes-1], act[(n-1)*astride+nb-1], acc[16*n-1]
+	var scratch [576]byte
+	q6kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
+}

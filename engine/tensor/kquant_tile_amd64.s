@@ -498,3 +498,155 @@ q4kzvec:
 q4kzdone:
 	VZEROUPPER
 	RET
+
+// q6kShuf: ggml's get_scale_shuffle masks, chunk c's two scales eight
+// bytes each (q6kShuffle's).
+DATA q6kShuf<>+0(SB)/8, $0x0000000000000000
+DATA q6kShuf<>+8(SB)/8, $0x0101010101010101
+DATA q6kShuf<>+16(SB)/8, $0x0202020202020202
+DATA q6kShuf<>+24(SB)/8, $0x0303030303030303
+DATA q6kShuf<>+32(SB)/8, $0x0404040404040404
+DATA q6kShuf<>+40(SB)/8, $0x0505050505050505
+DATA q6kShuf<>+48(SB)/8, $0x0606060606060606
+DATA q6kShuf<>+56(SB)/8, $0x0707070707070707
+DATA q6kShuf<>+64(SB)/8, $0x0808080808080808
+DATA q6kShuf<>+72(SB)/8, $0x0909090909090909
+DATA q6kShuf<>+80(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA q6kShuf<>+88(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA q6kShuf<>+96(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA q6kShuf<>+104(SB)/8, $0x0d0d0d0d0d0d0d0d
+DATA q6kShuf<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA q6kShuf<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q6kShuf<>(SB), RODATA|NOPTR, $128
+
+// Q6SCV(c, h): chunk c's scale vector of row h of the pair (scales in X8).
+#define Q6SCV(c, h) \
+	VPSHUFB q6kShuf<>+(16*c)(SB), X8, X10; \
+	VPMOVSXBW X10, Y10; \
+	VMOVDQU Y10, (64*c+32*h)(R14)
+
+// Q6PREP(h, row, dreg): row h of the pair (its block at row): the chunk
+// scale vectors, the 16 scales widened at 512+32h, d_w broadcast in dreg.
+#define Q6PREP(h, row, dreg) \
+	VMOVDQU 192(row), X8; \
+	VPMOVSXBW X8, Y9; \
+	VMOVDQU Y9, (512+32*h)(R14); \
+	Q6SCV(0, h); \
+	Q6SCV(1, h); \
+	Q6SCV(2, h); \
+	Q6SCV(3, h); \
+	Q6SCV(4, h); \
+	Q6SCV(5, h); \
+	Q6SCV(6, h); \
+	Q6SCV(7, h); \
+	MOVWLZX 208(row), AX; \
+	VMOVD AX, X9; \
+	VCVTPH2PS X9, X9; \
+	VBROADCASTSS X9, dreg
+
+// Q6U512(n, c0, c1, c2, c3): Q6U for the row pair (SI, SI+BX), the second
+// row in the high 256 bits.
+#define Q6U512(n, c0, c1, c2, c3) \
+	VMOVDQU64 (n*64)(SI), Y8; \
+	VINSERTI64X4 $1, (n*64)(SI)(BX*1), Z8, Z8; \
+	VMOVDQU64 (n*64+32)(SI), Y9; \
+	VINSERTI64X4 $1, (n*64+32)(SI)(BX*1), Z9, Z9; \
+	VMOVDQU64 (128+n*32)(SI), Y10; \
+	VINSERTI64X4 $1, (128+n*32)(SI)(BX*1), Z10, Z10; \
+	VPANDD Z30, Z10, c0; \
+	VPSLLW $4, c0, c0; \
+	VPANDD Z31, Z8, Z11; \
+	VPORD Z11, c0, c0; \
+	VPSRLW $2, Z10, c1; \
+	VPANDD Z30, c1, c1; \
+	VPSLLW $4, c1, c1; \
+	VPANDD Z31, Z9, Z11; \
+	VPORD Z11, c1, c1; \
+	VPSRLW $4, Z10, c2; \
+	VPANDD Z30, c2, c2; \
+	VPSLLW $4, c2, c2; \
+	VPSRLW $4, Z8, Z11; \
+	VPANDD Z31, Z11, Z11; \
+	VPORD Z11, c2, c2; \
+	VPSRLW $6, Z10, c3; \
+	VPANDD Z30, c3, c3; \
+	VPSLLW $4, c3, c3; \
+	VPSRLW $4, Z9, Z11; \
+	VPANDD Z31, Z11, Z11; \
+	VPORD Z11, c3, c3
+
+// CH6(c, w, acc): acc += the pair's chunk c scale vectors times its pair
+// sums with the vector's chunk c (in both halves).
+#define CH6(c, w, acc) \
+	VBROADCASTI64X4 (32*c)(DX), Z16; \
+	VPMADDUBSW Z16, w, Z17; \
+	VPDPWSSD (64*c)(R14), Z17, acc
+
+// func q6kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+// Two rows of nb Q6_K blocks (w, w+rb) against n >= 1 vectors' Q8_K
+// blocks (act, then every astride bytes), in the arithmetic of
+// ggml_vec_dot_q6_K_q8_K (AVX2) for each (row, vector): per block the
+// eight lanes (unsigned values times the activations, the chunk scales),
+// less 32*(bsums*scales by pairs), then lanes = fma(d_x*d_w,
+// float(lanes), lanes) into acc[16v+8h:16v+8h+8] for row h. The two rows
+// share one zmm register (row 1 in the high 256 bits). scratch: 576
+// bytes.
+TEXT ·q6kTileAVX512(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	MOVL $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z30
+	TESTQ CX, CX
+	JEQ q6kzdone
+
+q6kzblock:
+	LEAQ (SI)(BX*1), R8
+	Q6PREP(0, SI, Y13)
+	Q6PREP(1, R8, Y12)
+	VINSERTF64X4 $1, Y12, Z13, Z13   // d_w of both rows
+	Q6U512(0, Z0, Z1, Z2, Z3)
+	Q6U512(1, Z4, Z5, Z6, Z7)
+	MOVQ DI, DX
+	MOVQ acc+56(FP), AX
+	MOVQ n+40(FP), R10
+
+q6kzvec:
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	CH6(0, Z0, Z14)
+	CH6(1, Z1, Z15)
+	CH6(2, Z2, Z14)
+	CH6(3, Z3, Z15)
+	CH6(4, Z4, Z14)
+	CH6(5, Z5, Z15)
+	CH6(6, Z6, Z14)
+	CH6(7, Z7, Z15)
+	VPADDD Z15, Z14, Z14
+	VBROADCASTI64X4 256(DX), Z16     // bsums
+	VPMADDWD 512(R14), Z16, Z17
+	VPSLLD $5, Z17, Z17
+	VPSUBD Z17, Z14, Z14
+	VCVTDQ2PS Z14, Z14
+	VBROADCASTSS 288(DX), Z16        // d_x
+	VMULPS Z13, Z16, Z16             // d_x*d_w
+	VMOVUPS (AX), Z17
+	VFMADD231PS Z16, Z14, Z17        // lanes = float(lanes)*d + lanes
+	VMOVUPS Z17, (AX)
+	ADDQ $64, AX
+	ADDQ astride+24(FP), DX
+	DECQ R10
+	JNZ q6kzvec
+
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q6kzblock
+
+q6kzdone:
+	VZEROUPPER
+	RET

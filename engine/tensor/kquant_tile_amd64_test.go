@@ -140,3 +140,48 @@ func testQ4KTile(t *testing.T) {
 		}
 	})
 }
+
+// TestQ6KTileAVX512: the two-row Q6_K tile gives its Go twin's bits (and,
+// from zero, dotQ6K's for each row and vector) on random blocks, scales
+// (extremes included), activations and strides, for 1 to 9 vectors.
+func TestQ6KTileAVX512(t *testing.T) {
+	if !useTile512 {
+		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
+		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q6KBytes
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
+		w := bytesGen(2*rb).Draw(t, "w")
+		for r := 0; r < 2; r++ {
+			for b := 0; b < nb; b++ {
+				h := f16Gen().Draw(t, "d")
+				w[r*rb+b*q6KBytes+208], w[r*rb+b*q6KBytes+209] = byte(h), byte(h>>8)
+			}
+		}
+		act := q8KActGen(t, n*astride)
+		got, want := make([]float32, 16*n), make([]float32, 16*n)
+		for i := range got {
+			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
+			want[i] = got[i]
+		}
+		q6kTile(w, rb, act, astride, nb, n, got)
+		q6kTileGo(w, rb, act, astride, nb, n, want)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): AVX-512 %g, Go %g", i, i/16, i%16/8, i%8, got[i], want[i])
+			}
+		}
+		clear(got)
+		q6kTile(w, rb, act, astride, nb, n, got)
+		for v := 0; v < n; v++ {
+			for r := 0; r < 2; r++ {
+				d := dotQ6K(w[r*rb:r*rb+nb*q6KBytes], act[v*astride:v*astride+nb])
+				if g := (*laneAcc)(got[16*v+8*r : 16*v+8*r+8]).sum(); math.Float32bits(g) != math.Float32bits(d) {
+					t.Fatalf("(row %d, vector %d): tile %g, dotQ6K %g", r, v, g, d)
+				}
+			}
+		}
+	})
+}
