@@ -93,7 +93,7 @@ func q6kTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32
 				for m := 0; m < 8; m++ {
 					s[m] -= (int32(a.bsums[2*m])*s16[2*m] + int32(a.bsums[2*m+1])*s16[2*m+1]) << 5
 				}
-				(*laneAcc)(acc[16*v+8*h : 16*v+8*h+8]).step(a.d*dw, &s)
+				(*laneAcc)(acc[16*v+8*h:16*v+8*h+8]).step(a.d*dw, &s)
 			}
 		}
 	}
