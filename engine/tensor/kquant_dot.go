@@ -515,3 +515,26 @@ func (j *mmJob) q6KRows(worker, lo, hi int) {
 		}
 	}
 }
+
+// q5KRows computes rows [lo,hi) of a Q5_K product for several vectors,
+// two rows at a time in the AVX-512 register tile (q5kTile), with dotQ5K's
+// bits; a last odd row goes vector by vector.
+func (j *mmJob) q5KRows(worker, lo, hi int) {
+	m, n := j.m, j.n
+	nb, rb := m.Cols/qkK, m.rowBytes()
+	acc := growF32(&j.kAcc[worker], 32*n)
+	r := lo
+	for ; r+2 <= hi; r += 2 {
+		clear(acc)
+		q5kTile(m.Data[r*rb:(r+2)*rb], rb, j.actK, nb, nb, n, acc)
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = (*laneAcc)(acc[32*v:32*v+8]).sum() + acc[32*v+16]
+			j.dst[v*m.Rows+r+1] = (*laneAcc)(acc[32*v+8:32*v+16]).sum() + acc[32*v+20]
+		}
+	}
+	for ; r < hi; r++ {
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = dotQ5KRow(m.Data[r*rb:(r+1)*rb], j.actK[v*nb:(v+1)*nb])
+		}
+	}
+}

@@ -193,21 +193,34 @@ func TestLegacyRepackedRows(t *testing.T) {
 	}
 }
 
-// TestQ6KRows: the Q6_K rows of MatMul (one vector a row per call,
-// several the two-row tile or a block for all vectors) give dotQ6K's bits
-// for each (row, vector), an odd row count included.
+// TestQ6KRows: the Q6_K and Q5_K rows of MatMul (one vector a row per
+// call, several the two-row tiles or a block for all vectors) give dotQ6K's
+// and dotQ5K's bits for each (row, vector), an odd row count included.
 func TestQ6KRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const cols = 512
-	for _, rows := range []int{16, 37} {
-		data := make([]byte, rows*cols/qkK*q6KBytes)
+	for _, tc := range []struct {
+		typ  DType
+		rows int
+	}{{Q6_K, 16}, {Q6_K, 37}, {Q5_K, 16}, {Q5_K, 37}} {
+		typ, rows := tc.typ, tc.rows
+		bb, dots := q6KBytes, dotQ6K
+		if typ == Q5_K {
+			bb, dots = q5KBytes, dotQ5K
+		}
+		data := make([]byte, rows*cols/qkK*bb)
 		for i := range data {
 			data[i] = byte(rng.Uint32())
 		}
-		for b := 0; b < len(data)/q6KBytes; b++ {
-			data[b*q6KBytes+209] = 0x20 | byte(rng.Uint32()&0xF)
+		for b := 0; b < len(data)/bb; b++ {
+			if typ == Q6_K {
+				data[b*bb+209] = 0x20 | byte(rng.Uint32()&0xF)
+			} else {
+				data[b*bb+1] = 0x20 | byte(rng.Uint32()&0xF)
+				data[b*bb+3] = 0x20 | byte(rng.Uint32()&0xF)
+			}
 		}
-		m, err := NewMatrix(Q6_K, rows, cols, data)
+		m, err := NewMatrix(typ, rows, cols, data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,9 +237,9 @@ func TestQ6KRows(t *testing.T) {
 				for v := 0; v < n; v++ {
 					quantizeQ8K(act, x[v*cols:(v+1)*cols])
 					for r := 0; r < rows; r++ {
-						want := dotQ6K(data[r*cols/qkK*q6KBytes:(r+1)*cols/qkK*q6KBytes], act)
+						want := dots(data[r*cols/qkK*bb:(r+1)*cols/qkK*bb], act)
 						if got := dst[v*rows+r]; math.Float32bits(got) != math.Float32bits(want) {
-							t.Fatalf("%d rows, threads %d, %d vectors: (row %d, vector %d) = %g, dotQ6K %g", rows, threads, n, r, v, got, want)
+							t.Fatalf("%s, %d rows, threads %d, %d vectors: (row %d, vector %d) = %g, the row's dot product %g", typ, rows, threads, n, r, v, got, want)
 						}
 					}
 				}

@@ -98,3 +98,35 @@ func q6kTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32
 		}
 	}
 }
+
+// q5kTileGo is two rows of a Q5_K matrix (w, w[rb:]; nb blocks each)
+// against n vectors' Q8_K blocks (act[v*astride:]), stepping block by
+// block as dotQ5K does: acc[32v+8h:32v+8h+8] the lanes of row h and
+// vector v, acc[32v+16+4h:32v+20+4h] its summs (four copies). The twin of
+// q5kTileAVX512.
+func q5kTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	var wv [qkK]int8
+	var sc [16]int32
+	var mins [8]int32
+	var s [8]int32
+	for h := 0; h < 2; h++ {
+		row := w[h*rb : h*rb+nb*q5KBytes]
+		for b := 0; b < nb; b++ {
+			blk := row[b*q5KBytes : (b+1)*q5KBytes]
+			unpackQ45K(&wv, &sc, &mins, blk[4:16], blk[16:48], blk[48:176])
+			for v := 0; v < n; v++ {
+				a := &act[v*astride+b]
+				var sm int32
+				for k := 0; k < 8; k++ {
+					sm += mins[k] * (int32(a.bsums[2*k]) + int32(a.bsums[2*k+1]))
+				}
+				kLanes(&s, &wv, &sc, &a.q)
+				(*laneAcc)(acc[32*v+8*h:32*v+8*h+8]).step(a.d*f16At(blk), &s)
+				dmin := -a.d * f16At(blk[2:])
+				for i := 0; i < 4; i++ {
+					acc[32*v+16+4*h+i] = fmaF(dmin, float32(sm), acc[32*v+16+4*h+i])
+				}
+			}
+		}
+	}
+}

@@ -60,3 +60,17 @@ func q6kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) 
 	var scratch [576]byte
 	q6kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
 }
+
+//go:noescape
+func q5kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+
+// q5kTile: see q5kTileGo. Like q6kTile, it runs where useTile512 is set.
+func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	if !useTile512 || nb == 0 || n == 0 {
+		q5kTileGo(w, rb, act, astride, nb, n, acc)
+		return
+	}
+	_, _, _ = w[rb+nb*q5KBytes-1], act[(n-1)*astride+nb-1], acc[32*n-1]
+	var scratch [560]byte
+	q5kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
+}

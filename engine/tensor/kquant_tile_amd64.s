@@ -650,3 +650,161 @@ q6kzvec:
 q6kzdone:
 	VZEROUPPER
 	RET
+
+// Q5PREP(h, row): row h of a Q5_K pair (its block at row): the chunk
+// scale vectors at 64c+32h (the utmp shuffle, as Q4KPREP), the eight
+// minimums at 512+16h, d_w at 544+4h and dmin_w at 552+4h (F32).
+#define Q5PREP(h, row) \
+	MOVL 4(row), R10; \
+	MOVL 8(row), R11; \
+	MOVL 12(row), R13; \
+	MOVL R11, AX; \
+	SHRL $6, AX; \
+	ANDL $0x03030303, AX; \
+	SHLL $4, AX; \
+	MOVL R13, DX; \
+	SHRL $4, DX; \
+	ANDL $0x0F0F0F0F, DX; \
+	ORL DX, AX; \
+	ANDL $0x3F3F3F3F, R11; \
+	MOVL R10, DX; \
+	SHRL $6, DX; \
+	ANDL $0x03030303, DX; \
+	SHLL $4, DX; \
+	ANDL $0x0F0F0F0F, R13; \
+	ORL DX, R13; \
+	ANDL $0x3F3F3F3F, R10; \
+	VMOVD R11, X9; \
+	VPINSRD $1, AX, X9, X9; \
+	VPMOVZXBW X9, X9; \
+	VMOVDQU X9, (512+16*h)(R14); \
+	VMOVD R10, X8; \
+	VPINSRD $1, R13, X8, X8; \
+	VPBROADCASTQ X8, Y8; \
+	VPSHUFB q4kShuf<>+0(SB), Y8, Y9; \
+	VMOVDQU Y9, (32*h)(R14); \
+	VPSHUFB q4kShuf<>+32(SB), Y8, Y9; \
+	VMOVDQU Y9, (64+32*h)(R14); \
+	VPSHUFB q4kShuf<>+64(SB), Y8, Y9; \
+	VMOVDQU Y9, (128+32*h)(R14); \
+	VPSHUFB q4kShuf<>+96(SB), Y8, Y9; \
+	VMOVDQU Y9, (192+32*h)(R14); \
+	VPSHUFB q4kShuf<>+128(SB), Y8, Y9; \
+	VMOVDQU Y9, (256+32*h)(R14); \
+	VPSHUFB q4kShuf<>+160(SB), Y8, Y9; \
+	VMOVDQU Y9, (320+32*h)(R14); \
+	VPSHUFB q4kShuf<>+192(SB), Y8, Y9; \
+	VMOVDQU Y9, (384+32*h)(R14); \
+	VPSHUFB q4kShuf<>+224(SB), Y8, Y9; \
+	VMOVDQU Y9, (448+32*h)(R14); \
+	MOVWLZX (row), AX; \
+	VMOVD AX, X9; \
+	VCVTPH2PS X9, X9; \
+	VMOVSS X9, (544+4*h)(R14); \
+	MOVWLZX 2(row), AX; \
+	VMOVD AX, X9; \
+	VCVTPH2PS X9, X9; \
+	VMOVSS X9, (552+4*h)(R14)
+
+// Q5U512(j, lo, hi): chunks 2j and 2j+1 of the Q5_K row pair (SI,
+// SI+BX; qh of both in Z10): the low and high nibbles of quant bytes
+// 32j..32j+31, with bits 2j and 2j+1 of qh as their fifth bits.
+#define Q5U512(j, lo, hi) \
+	VMOVDQU64 (48+j*32)(SI), Y8; \
+	VINSERTI64X4 $1, (48+j*32)(SI)(BX*1), Z8, Z8; \
+	VPSRLW $4, Z8, Z9; \
+	VPANDD Z31, Z8, lo; \
+	VPANDD Z31, Z9, hi; \
+	VPSRLW $(2*j), Z10, Z11; \
+	VPSLLW $4, Z11, Z9; \
+	VPANDD Z29, Z9, Z9; \
+	VPORD Z9, lo, lo; \
+	VPSLLW $3, Z11, Z9; \
+	VPANDD Z29, Z9, Z9; \
+	VPORD Z9, hi, hi
+
+// func q5kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+// Two rows of nb Q5_K blocks (w, w+rb) against n >= 1 vectors' Q8_K
+// blocks (act, then every astride bytes), in the arithmetic of
+// ggml_vec_dot_q5_K_q8_K (AVX2) for each (row, vector): per block the
+// eight lanes (values 0..31 times the activations, the sub-block scales by
+// VPDPWSSD), lanes = fma(d_x*d_w, float(lanes), lanes), and summs =
+// fma(-(d_x*dmin_w), float(mins . bsums), summs). acc: 32 floats a
+// vector: the lanes of row 0, those of row 1, then row 0's summs four
+// times and row 1's four times. scratch: 560 bytes.
+TEXT ·q5kTileAVX512(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	MOVL $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z29
+	TESTQ CX, CX
+	JEQ q5kzdone
+
+q5kzblock:
+	LEAQ (SI)(BX*1), R8
+	Q5PREP(0, SI)
+	Q5PREP(1, R8)
+	VBROADCASTSS 544(R14), Y13
+	VBROADCASTSS 548(R14), Y12
+	VINSERTF64X4 $1, Y12, Z13, Z13   // d_w, eight lanes a row
+	VBROADCASTSS 552(R14), X12
+	VBROADCASTSS 556(R14), X9
+	VINSERTF128 $1, X9, Y12, Y12     // dmin_w, four lanes a row
+	VMOVDQU64 16(SI), Y10
+	VINSERTI64X4 $1, 16(SI)(BX*1), Z10, Z10   // qh of both rows
+	Q5U512(0, Z0, Z1)
+	Q5U512(1, Z2, Z3)
+	Q5U512(2, Z4, Z5)
+	Q5U512(3, Z6, Z7)
+	MOVQ DI, DX
+	MOVQ acc+56(FP), AX
+	MOVQ n+40(FP), R10
+
+q5kzvec:
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	CH6(0, Z0, Z14)
+	CH6(1, Z1, Z15)
+	CH6(2, Z2, Z14)
+	CH6(3, Z3, Z15)
+	CH6(4, Z4, Z14)
+	CH6(5, Z5, Z15)
+	CH6(6, Z6, Z14)
+	CH6(7, Z7, Z15)
+	VPADDD Z15, Z14, Z14
+	VCVTDQ2PS Z14, Z14
+	VBROADCASTSS 288(DX), Z16        // d_x
+	VMULPS Z13, Z16, Z17             // d_x*d_w
+	VMOVUPS (AX), Z15
+	VFMADD231PS Z17, Z14, Z15        // lanes = float(lanes)*d + lanes
+	VMOVUPS Z15, (AX)
+	VMOVDQU 256(DX), Y8              // bsums
+	VPHADDW Y8, Y8, Y8
+	VPERMQ $0x88, Y8, Y8             // the eight sub-blocks' sums, in both halves
+	VPMADDWD 512(R14), Y8, Y9        // row 0 | row 1
+	VPHADDD Y9, Y9, Y9
+	VPHADDD Y9, Y9, Y9               // each row's mins . bsums, four times
+	VCVTDQ2PS Y9, Y9
+	VBROADCASTSS 288(DX), Y11
+	VMULPS Y12, Y11, Y11             // d_x*dmin_w
+	VMOVUPS 64(AX), Y8
+	VFNMADD231PS Y11, Y9, Y8         // summs = -(d_x*dmin_w)*float(.) + summs
+	VMOVUPS Y8, 64(AX)
+	ADDQ $128, AX
+	ADDQ astride+24(FP), DX
+	DECQ R10
+	JNZ q5kzvec
+
+	ADDQ $176, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q5kzblock
+
+q5kzdone:
+	VZEROUPPER
+	RET

@@ -185,3 +185,53 @@ func TestQ6KTileAVX512(t *testing.T) {
 		}
 	})
 }
+
+// TestQ5KTileAVX512: the two-row Q5_K tile gives its Go twin's bits (and,
+// from zero, dotQ5K's for each row and vector) on random blocks, scales
+// (extremes included), activations and strides, for 1 to 9 vectors.
+func TestQ5KTileAVX512(t *testing.T) {
+	if !useTile512 {
+		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
+		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q5KBytes
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
+		w := bytesGen(2*rb).Draw(t, "w")
+		for r := 0; r < 2; r++ {
+			for b := 0; b < nb; b++ {
+				for _, o := range []int{0, 2} {
+					h := f16Gen().Draw(t, "d")
+					w[r*rb+b*q5KBytes+o], w[r*rb+b*q5KBytes+o+1] = byte(h), byte(h>>8)
+				}
+			}
+		}
+		act := q8KActGen(t, n*astride)
+		got, want := make([]float32, 32*n), make([]float32, 32*n)
+		for i := range got {
+			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
+			if i%32 >= 16 { // the summs' copies are equal
+				got[i] = got[i-i%4]
+			}
+			want[i] = got[i]
+		}
+		q5kTile(w, rb, act, astride, nb, n, got)
+		q5kTileGo(w, rb, act, astride, nb, n, want)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("acc[%d] (vector %d, slot %d): AVX-512 %g, Go %g", i, i/32, i%32, got[i], want[i])
+			}
+		}
+		clear(got)
+		q5kTile(w, rb, act, astride, nb, n, got)
+		for v := 0; v < n; v++ {
+			for r := 0; r < 2; r++ {
+				d := dotQ5K(w[r*rb:r*rb+nb*q5KBytes], act[v*astride:v*astride+nb])
+				if g := (*laneAcc)(got[32*v+8*r:32*v+8*r+8]).sum() + got[32*v+16+4*r]; math.Float32bits(g) != math.Float32bits(d) {
+					t.Fatalf("(row %d, vector %d): tile %g, dotQ5K %g", r, v, g, d)
+				}
+			}
+		}
+	})
+}

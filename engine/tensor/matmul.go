@@ -321,6 +321,10 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			j.q6KRows(worker, lo, hi)
 			return
 		}
+		if m.Type == Q5_K && n > 1 && useTile512 {
+			j.q5KRows(worker, lo, hi)
+			return
+		}
 		if repacked && k == actQ8_0 && j.legacyRepackedRows(worker, lo, hi) {
 			return
 		}
