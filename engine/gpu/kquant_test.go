@@ -405,6 +405,64 @@ func TestMatMulKQuant(t *testing.T) {
 	}
 }
 
+// TestMatMulKQuantCoopMat: the K-quants and IQ4_XS on cooperative matrices
+// (matmul_cm_kquant), with the driver's int8 tiles and NVIDIA's 16x16x32
+// (through NV2's flexible dimensions; 32-deep tiles stage the activations
+// twice for the types with a scale per 16 values), on ragged shapes: within
+// kqBound of the CPU (the chunks' float terms added one after another:
+// fewer roundings than matmul_kquant's), every multiply-add counted on the
+// tensor cores, a vector's result the same bits alone and in its pass.
+func TestMatMulKQuantCoopMat(t *testing.T) {
+	// Every type's unpacking on the driver's tiles; the larger tiles (slow
+	// on lavapipe) with one type of each kind: Q4_K (a scale per 32 values,
+	// minimums), Q6_K (a scale per 16: two sums per chunk).
+	all := []tensor.DType{tensor.Q4_K, tensor.Q5_K, tensor.Q6_K, tensor.Q2_K, tensor.Q3_K, tensor.IQ4_XS}
+	two := []tensor.DType{tensor.Q4_K, tensor.Q6_K}
+	for _, tiles := range []struct {
+		name    string
+		f16, i8 tile
+		types   []tensor.DType
+	}{
+		{"driver's tiles", tile{}, tile{}, all},
+		{"16x16x16 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 16}, two},
+		{"NVIDIA's 16x16x32 int8 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 32}, two},
+	} {
+		t.Run(tiles.name, func(t *testing.T) {
+			d := coopDevice(t, tiles.f16, tiles.i8)
+			rng := rand.New(rand.NewPCG(35, 6))
+			for _, typ := range tiles.types {
+				for _, sh := range [][2]int{{17, 256}, {75, 512}} {
+					cpuM := kqMatrix(t, rng, typ, sh[0], sh[1], sh[0] == 17)
+					w, err := d.UploadMatrix("w", cpuM)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, n := range []int{3, 70} {
+						name := fmt.Sprintf("%s %dx%d n=%d", typ, sh[0], sh[1], n)
+						x := mmVectors(rng, n, sh[1])
+						before := d.MatMulMACs()
+						got, _ := mmGPU(t, d, w, x, n, 0, 4)
+						if m := d.MatMulMACs(); m.CoopMat-before.CoopMat != int64(n*sh[0]*sh[1]) || m.Scalar != before.Scalar {
+							t.Fatalf("%s: multiply-adds counted %+v -> %+v, want %d on the tensor cores", name, before, m, n*sh[0]*sh[1])
+						}
+						kqCheck(t, name, cpuM, x, got, n)
+						if n > 1 {
+							v := n - 1
+							one, _ := mmGPU(t, d, w, x[v*sh[1]:(v+1)*sh[1]], 1, 0, 4)
+							for r := range one {
+								if math.Float32bits(one[r]) != math.Float32bits(got[v*sh[0]+r]) {
+									t.Fatalf("%s: row %d vector %d: %g alone, %g in the pass", name, r, v, one[r], got[v*sh[0]+r])
+								}
+							}
+						}
+					}
+					w.Free()
+				}
+			}
+		})
+	}
+}
+
 func TestGetRowsKQuant(t *testing.T) {
 	d := testDevice(t)
 	rng := rand.New(rand.NewPCG(35, 4))
@@ -551,4 +609,72 @@ func kqPrompts(t *testing.T, have int) int {
 		n = v
 	}
 	return min(n, have)
+}
+
+// BenchmarkMatMulKQuant times MatMul with the K-quant and legacy weights
+// on the 27B model's FFN shapes (a small one on Vulkan-on-the-CPU
+// devices), Q8_0 beside them, for one vector (a decode step), 16 (a
+// verify pass), 64 and 512 (prefill chunks), by the GPU's timestamps (the
+// activation quantization included): µs per product, GB/s of weights
+// read, TFLOPS. The block types run on the scalar shaders on every path
+// (no tile loaders yet); Q8_0 on the device's path.
+//
+//	go test ./engine/gpu -run '^$' -bench MatMulKQuant -benchtime 20x
+func BenchmarkMatMulKQuant(b *testing.B) {
+	d := testDevice(b)
+	type shape struct {
+		name       string
+		rows, cols int
+	}
+	shapes := []shape{{"ffn_up_17408x5120", 17408, 5120}, {"ffn_down_5120x17408", 5120, 17408}}
+	ns := []int{1, 16, 64, 512}
+	if d.Info().Kind == KindCPU {
+		shapes, ns = []shape{{"1024x1024", 1024, 1024}}, []int{1, 16}
+	}
+	rng := rand.New(rand.NewPCG(35, 5))
+	for _, typ := range []tensor.DType{tensor.Q4_K, tensor.Q6_K, tensor.Q5_K, tensor.Q4_0, tensor.Q8_0, tensor.Q3_K, tensor.Q2_K, tensor.IQ4_XS, tensor.Q5_0, tensor.Q4_1} {
+		for _, sh := range shapes {
+			var cpuM tensor.Matrix
+			if typ == tensor.Q8_0 {
+				cpuM = mmMatrix(b, rng, typ, sh.rows, sh.cols)
+			} else {
+				cpuM = kqMatrix(b, rng, typ, sh.rows, sh.cols, false)
+			}
+			w, err := d.UploadMatrix("w", cpuM)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, n := range ns {
+				x := mmVectors(rng, n, sh.cols)
+				xb := mmBuffer(b, d, 0, f32Bytes(x), 0)
+				dBytes := 4 * int64(n) * int64(sh.rows)
+				db := mmBuffer(b, d, 0, nil, dBytes)
+				sBytes := MatMulScratchBytes(w, n, 0)
+				sb := mmBuffer(b, d, 0, nil, max(sBytes, 4))
+				b.Run(fmt.Sprintf("%s/%s/n=%d", typ, sh.name, n), func(b *testing.B) {
+					product := func() float64 {
+						r := d.Begin()
+						r.MatMul(db.Slice(0, dBytes), w, xb.Slice(0, 4*int64(len(x))), n, 0, sb.Slice(0, max(sBytes, 4)))
+						s, err := r.Submit()
+						if err != nil {
+							b.Fatal(err)
+						}
+						return s
+					}
+					product() // the pipelines are built at the first dispatch
+					b.ResetTimer()
+					var sec float64
+					for i := 0; i < b.N; i++ {
+						sec += product()
+					}
+					if sec > 0 {
+						b.ReportMetric(sec/float64(b.N)*1e6, "µs/product")
+						b.ReportMetric(float64(len(cpuM.Data))*float64(b.N)/sec/1e9, "weightGB/s")
+						b.ReportMetric(2*float64(sh.rows)*float64(sh.cols)*float64(n)*float64(b.N)/sec/1e12, "TFLOPS")
+					}
+				})
+			}
+			w.Free()
+		}
+	}
 }

@@ -13,7 +13,11 @@ import (
 // weights), Q8_1 for Q4_1 and Q5_1 (quant_q8_1), bit for bit; the products
 // (matmul_kquant, matmul_legacy) make the CPU's exact integer sums per
 // chunk of 16 or 32 values and scale them in F32 in another order than the
-// CPU, like matmul_q8_0. Embedding rows: getrows_kquant.
+// CPU, like matmul_q8_0. On the cooperative-matrix path (passes of
+// Device.coopMin vectors or more) the K-quants and IQ4_XS unpack their
+// blocks to int8 tiles as they stage them (matmul_cm_kquant: the same
+// integer sums per chunk, on the tensor cores); the legacy types stay on
+// the scalar shader. Embedding rows: getrows_kquant.
 
 const (
 	mmQ8K  mmKind = mmFP4 + 1 + iota // Q8_K blocks: int8 quants, then an F32 scale per 256 values
@@ -80,4 +84,12 @@ func (r *Recorder) kqQuantize(k mmKind, x, s Range, xoff, soff, vals uint32) (sc
 func kqShader(t tensor.DType, spec []uint32) (string, []uint32) {
 	k := kqTypes[t]
 	return k.shader, append(spec, k.typ)
+}
+
+// kqCoop says whether a product with activations of kind k runs on the
+// cooperative-matrix shader matmul_cm_kquant with int8 tile t: the Q8_K
+// types, with a tile depth that divides the 16-value halves of a chunk or
+// is a whole chunk (8, 16 or 32: what drivers list for int8).
+func kqCoop(k mmKind, t tile) bool {
+	return k == mmQ8K && (t.K == 8 || t.K == 16 || t.K == 32)
 }

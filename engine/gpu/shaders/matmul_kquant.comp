@@ -45,7 +45,14 @@ const uint BH = TYPE == 0u ? 72u : TYPE == 1u ? 88u : TYPE == 2u ? 105u : TYPE =
 const bool MINS = TYPE == 0u || TYPE == 1u || TYPE == 3u;
 shared float part[NV * WG];
 
-const int kvalues[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+// kvalue is ggml's kvalues_iq4nl[q] (-127, -104, -83, -65, -49, -35, -22,
+// -10, 1, 13, 25, 38, 53, 69, 89, 113), from four packed words by selects:
+// an indexed constant array would sit in local memory (on NVIDIA, five
+// times slower than the rest of the product).
+int kvalue(uint q) {
+    const uint w = q < 8u ? (q < 4u ? 0xBFAD9881u : 0xF6EADDCFu) : (q < 12u ? 0x26190D01u : 0x71594535u);
+    return bitfieldExtract(int(w), int(8u * (q & 3u)), 8);
+}
 
 // halfToFloat widens F16 bits with integer operations (shaders/README.md).
 float halfToFloat(uint h) {
@@ -152,8 +159,8 @@ void chunk(uint base, uint c, out int wq[32], out int sA, out int sB, out int mA
             const uint word = w32(base + 4u + 8u * c + 2u * k);
             for (uint j = 0u; j < 4u; j++) {
                 const uint b = (word >> (8u * j)) & 0xffu;
-                wq[4u * k + j] = kvalues[b & 15u];
-                wq[16u + 4u * k + j] = kvalues[b >> 4];
+                wq[4u * k + j] = kvalue(b & 15u);
+                wq[16u + 4u * k + j] = kvalue(b >> 4);
             }
         }
     }

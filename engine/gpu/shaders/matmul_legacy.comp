@@ -39,7 +39,14 @@ const uint QS = TYPE == 0u || TYPE == 4u ? 1u : TYPE == 1u ? 2u : TYPE == 2u ? 3
 const bool MIN = TYPE == 1u || TYPE == 3u;
 shared float part[NV * WG];
 
-const int kvalues[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+// kvalue is ggml's kvalues_iq4nl[q] (-127, -104, -83, -65, -49, -35, -22,
+// -10, 1, 13, 25, 38, 53, 69, 89, 113), from four packed words by selects:
+// an indexed constant array would sit in local memory (on NVIDIA, five
+// times slower than the rest of the product).
+int kvalue(uint q) {
+    const uint w = q < 8u ? (q < 4u ? 0xBFAD9881u : 0xF6EADDCFu) : (q < 12u ? 0x26190D01u : 0x71594535u);
+    return bitfieldExtract(int(w), int(8u * (q & 3u)), 8);
+}
 
 float halfToFloat(uint h) {
     const uint e = (h >> 10) & 0x1fu, m = h & 0x3ffu, s = (h & 0x8000u) << 16;
@@ -80,7 +87,7 @@ void main() {
                 if (TYPE == 2u || TYPE == 3u) q |= ((qh >> i) & 1u) << 4;
                 if (TYPE == 0u) wq[i] = int(q) - 8;
                 else if (TYPE == 2u) wq[i] = int(q) - 16;
-                else if (TYPE == 4u) wq[i] = kvalues[q];
+                else if (TYPE == 4u) wq[i] = kvalue(q);
                 else wq[i] = int(q);
             }
         }
