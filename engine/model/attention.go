@@ -435,7 +435,7 @@ func (w *work) attendNoFlash(i int, q, o []float32, kvOff int, scratch []float32
 		block := slotAt(p) / 8
 		var lanes [8]float32
 		for ; p < total && slotAt(p)/8 == block; p++ {
-			sc[p] = tensor.VExpf(sc[p] - mx)
+			sc[p] = vExpf(sc[p] - mx)
 			lanes[slotAt(p)%8] = sc[p]
 		}
 		sum += float64(hsum8(&lanes))
@@ -605,7 +605,7 @@ func (w *work) attendTiled(i int, q, o []float32, kvOff int) {
 		var pos [tiledKV]int
 		for j := 0; j < m; j++ {
 			pos[j] = slots[j] % tiledKV
-			probs[pos[j]] = tensor.VExpf(scores[j] - M)
+			probs[pos[j]] = vExpf(scores[j] - M)
 		}
 		var sum float64
 		for b := 0; b < tiledKV; b += 8 {
