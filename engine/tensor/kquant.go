@@ -279,10 +279,11 @@ func nearestInt(f float32) int32 {
 	return int32(math.Float32bits(v)&0x007fffff) - 0x00400000
 }
 
-// quantizeQ8K is ggml's quantize_row_q8_K_ref (which ggml-cpu's x86
+// quantizeQ8KGo is ggml's quantize_row_q8_K_ref (which ggml-cpu's x86
 // quantize_row_q8_K calls): scale -127/max where max is the value of
-// largest magnitude (its sign kept), quants rounded half to even.
-func quantizeQ8K(dst []q8KAct, src []float32) {
+// largest magnitude (its sign kept), quants rounded half to even. The
+// twin of quantizeQ8KAVX2 (quantizeQ8K picks).
+func quantizeQ8KGo(dst []q8KAct, src []float32) {
 	for b := range dst {
 		x, a := src[b*qkK:(b+1)*qkK], &dst[b]
 		var max, amax float32

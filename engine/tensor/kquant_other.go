@@ -46,3 +46,5 @@ func q6kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) 
 func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
 	q5kTileGo(w, rb, act, astride, nb, n, acc)
 }
+
+func quantizeQ8K(dst []q8KAct, src []float32) { quantizeQ8KGo(dst, src) }

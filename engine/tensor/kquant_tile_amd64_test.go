@@ -235,3 +235,41 @@ func TestQ5KTileAVX512(t *testing.T) {
 		}
 	})
 }
+
+// TestQuantizeQ8KAVX2: the AVX2 Q8_K quantizer gives quantizeQ8KGo's
+// blocks (quants, sums, scale) bit for bit, on ordinary, tiny, huge,
+// subnormal, infinite and NaN values, ties of magnitude with either sign
+// and all-zero blocks.
+func TestQuantizeQ8KAVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernel cannot run here")
+	}
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1e-45, -1e-45, 1e-38, 3e38, -3e38,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 0.5, -0.5, 127, -127}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 3).Draw(t, "blocks")
+		scale := float32(math.Pow(2, float64(rapid.IntRange(-140, 120).Draw(t, "exp"))))
+		src := make([]float32, nb*qkK)
+		kind := rapid.IntRange(0, 3).Draw(t, "kind")
+		for i := range src {
+			switch {
+			case kind == 0: // an all-zero block
+			case kind == 1 || rapid.IntRange(0, 20).Draw(t, "sp") == 0:
+				src[i] = rapid.SampledFrom(special).Draw(t, "special") * float32(rapid.SampledFrom([]float64{1, 0.25}).Draw(t, "m"))
+			default:
+				src[i] = float32(rapid.Float64Range(-1, 1).Draw(t, "v")) * scale
+			}
+		}
+		got, want := make([]q8KAct, nb), make([]q8KAct, nb)
+		for i := range got { // stale contents must not leak through
+			got[i].d, got[i].q[0], got[i].bsums[3] = 7, 5, 9
+		}
+		quantizeQ8K(got, src)
+		quantizeQ8KGo(want, src)
+		for b := range got {
+			if got[b].q != want[b].q || got[b].bsums != want[b].bsums || math.Float32bits(got[b].d) != math.Float32bits(want[b].d) {
+				t.Fatalf("block %d: AVX2 d %g bsums %v q %v\nGo d %g bsums %v q %v", b, got[b].d, got[b].bsums, got[b].q, want[b].d, want[b].bsums, want[b].q)
+			}
+		}
+	})
+}
