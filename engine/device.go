@@ -255,11 +255,16 @@ func Fingerprint(path string, kv tensor.DType, act tensor.NVFP4Activations, dev 
 	if err != nil {
 		return "", err
 	}
+	return fingerprint(model, kv, act, dev), nil
+}
+
+// fingerprint is Fingerprint of a model file whose gguf.Fingerprint is model.
+func fingerprint(model string, kv tensor.DType, act tensor.NVFP4Activations, dev DeviceInfo) string {
 	eng := "engine=cpu"
 	if dev.Engine != "" && dev.Engine != EngineCPU {
 		eng = fmt.Sprintf("engine=%s device=%q driver=%q", dev.Engine, dev.Name, dev.Driver)
 	}
-	return fmt.Sprintf("%s kv=%s activations=%d %s", model, kv, act, eng), nil
+	return fmt.Sprintf("%s kv=%s activations=%d %s", model, kv, act, eng)
 }
 
 // Fingerprint is the engine's Fingerprint, computed at Load.

@@ -260,10 +260,12 @@ func Load(path string, opt Options) (*Engine, error) {
 			Int("full_context_sequences", int(memBudget/full)).Int("max_sequences", nseq).
 			Msg("memory budget: fewer sequences of the whole context than max_sequences fit at once; requests wait for memory (shorter ones fit more)")
 	}
-	if e.fingerprint, err = Fingerprint(path, opt.KVType, opt.Activations, dev); err != nil {
+	fileFP, err := f.Fingerprint()
+	if err != nil {
 		e.Close()
 		return nil, err
 	}
+	e.fingerprint = fingerprint(fileFP, opt.KVType, opt.Activations, dev)
 	if err := e.SetDraft(opt.Draft); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)

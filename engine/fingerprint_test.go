@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +71,22 @@ func TestCacheFollowsTheModelFilesContent(t *testing.T) {
 	defer e.Close()
 	if st, _ := e.CacheStats(); st.RestoredEntries != 0 {
 		t.Errorf("a model with other tensor data took the cache: %+v", st)
+	}
+}
+
+// A loaded engine's fingerprint is Fingerprint of its file and settings
+// (Load hashes the file it has open, not the path again).
+func TestLoadedFingerprint(t *testing.T) {
+	e, err := Load(stories, Options{Threads: 1, KVType: tensor.F16, Activations: tensor.NVFP4ActF32, Device: "cpu", Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	want, err := Fingerprint(stories, tensor.F16, tensor.NVFP4ActF32, e.Device())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Fingerprint(); got != want || !strings.Contains(got, "kv=F16") || !strings.HasSuffix(got, "engine=cpu") {
+		t.Fatalf("loaded %q, Fingerprint %q", got, want)
 	}
 }

@@ -28,8 +28,14 @@ func Fingerprint(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
 	}
-	header := g.DataOffset
-	g.Close()
+	defer g.Close()
+	return g.Fingerprint()
+}
+
+// Fingerprint is the Fingerprint of the file g was opened from, without
+// parsing its header again (a large vocabulary makes that most of the work).
+func (g *File) Fingerprint() (string, error) {
+	path, header := g.Path, g.DataOffset
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: %w", err)
