@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -25,15 +25,11 @@ type engineFlags struct {
 	act     string
 	ctx     int
 	draft   speculative.Config
-	drafter string
 	device  string
 	matmul  string
 }
 
-func (f *engineFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-	IntVar(*int, string, int, string)
-}, defaultThreads int) {
+func (f *engineFlags) register(fs *flag.FlagSet, defaultThreads int) {
 	fs.StringVar(&f.model, "m", "", "model file (GGUF)")
 	fs.IntVar(&f.threads, "threads", defaultThreads, "kernel worker threads (0 = all cores)")
 	fs.StringVar(&f.kv, "kv", "f16", "KV cache type: f16 (as llama.cpp), f32 or fp8 (E4M3, per-layer scales from the file)")
@@ -41,12 +37,8 @@ func (f *engineFlags) register(fs interface {
 	fs.IntVar(&f.ctx, "ctx", 0, "context length in tokens (0 = the model's)")
 	fs.StringVar(&f.device, "device", "auto", deviceUsage)
 	fs.StringVar(&f.matmul, "gpu-matmul", "auto", "how a GPU multiplies prefill chunks and verify trees: auto (cooperative matrices, the tensor cores, where the device has them), scalar or coopmat (an error without them)")
-	def := speculative.DefaultConfig()
-	fs.StringVar(&f.draft.Mode, "draft", def.Mode, "speculative decoding: off, linear or tree")
-	fs.IntVar(&f.draft.Steps, "draft-steps", def.Steps, "draft depth")
-	fs.IntVar(&f.draft.TopK, "draft-top-k", def.TopK, "draft candidates kept per depth (tree)")
-	fs.IntVar(&f.draft.VerifyNodes, "draft-nodes", def.VerifyNodes, "draft tree nodes verified in one forward pass")
-	fs.StringVar(&f.drafter, "drafters", strings.Join(def.Drafters, ","), "comma-separated drafters: mtp (the model's MTP head), suffix (repeats from the context)")
+	f.draft = speculative.DefaultConfig()
+	f.draft.RegisterFlags(fs)
 }
 
 func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
@@ -61,14 +53,8 @@ func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: --activations: %v", errUsage, err)
 	}
-	f.draft.Drafters = nil
-	for _, d := range strings.Split(f.drafter, ",") {
-		if d = strings.TrimSpace(d); d != "" {
-			f.draft.Drafters = append(f.draft.Drafters, d)
-		}
-	}
 	if err := f.draft.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", errUsage, flagNames(err))
+		return nil, fmt.Errorf("%w: %v", errUsage, speculative.FlagError(err))
 	}
 	if err := engine.ParseDevice(f.device); err != nil {
 		return nil, fmt.Errorf("%w: --device: %v", errUsage, err)
@@ -82,14 +68,6 @@ func (f *engineFlags) load(log zerolog.Logger) (*engine.Engine, error) {
 
 // deviceUsage is the --device flag's help, the same for every command.
 const deviceUsage = "where the model runs: auto (a real GPU when the Vulkan loader sees one and the model runs on it, else the CPU; never lavapipe), cpu, gpu (the first real GPU) or gpu:N (see edgellmd devices)"
-
-// flagNames rewrites a draft config error's key (draft.steps) as the flag
-// that sets it (--draft-steps).
-func flagNames(err error) string {
-	r := strings.NewReplacer("draft.mode", "--draft", "draft.steps", "--draft-steps", "draft.top_k", "--draft-top-k",
-		"draft.verify_nodes", "--draft-nodes", "draft.drafters", "--drafters")
-	return r.Replace(err.Error())
-}
 
 // runOutput is the one line `run --json` prints.
 type runOutput struct {

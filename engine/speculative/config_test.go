@@ -3,6 +3,7 @@ package speculative
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"slices"
 	"strings"
 	"testing"
@@ -77,5 +78,26 @@ func TestConfigWireNames(t *testing.T) {
 	b, err := json.Marshal(c)
 	if want := `{"mode":"tree","steps":6,"top_k":3,"verify_nodes":24,"drafters":["suffix"]}`; err != nil || string(b) != want {
 		t.Errorf("json: %s, want %s", b, want)
+	}
+}
+
+// run's flags fill the same type, from the defaults, and its errors name
+// the flags.
+func TestConfigFlags(t *testing.T) {
+	c := DefaultConfig()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--draft", "tree", "--draft-steps", "4", "--drafters", "suffix, mtp"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (Config{Mode: "tree", Steps: 4, TopK: 2, VerifyNodes: 16, Drafters: []string{"suffix", "mtp"}}); !c.Equal(want) {
+		t.Fatalf("flags gave %+v, want %+v", c, want)
+	}
+	if err := fs.Parse([]string{"--draft-top-k", "0", "--drafters", "eagle"}); err != nil {
+		t.Fatal(err)
+	}
+	ps := c.Problems()
+	if len(ps) != 2 || FlagError(ps[0]) != "--draft-top-k: must be between 1 and 32, got 0" || FlagError(ps[1]) != `--drafters[0]: "eagle" is not one of mtp, suffix` {
+		t.Fatalf("problems %v", ps)
 	}
 }
