@@ -20,7 +20,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Steps, "draft-steps", c.Steps, "draft depth")
 	fs.IntVar(&c.TopK, "draft-top-k", c.TopK, "draft candidates kept per depth (tree)")
 	fs.IntVar(&c.VerifyNodes, "draft-nodes", c.VerifyNodes, "draft tree nodes verified in one forward pass")
-	fs.Var((*draftersFlag)(&c.Drafters), "drafters", "comma-separated drafters: mtp (the model's MTP head), suffix (repeats from the context)")
+	fs.Var((*draftersFlag)(&c.Drafters), "drafters", "comma-separated `list` of drafters: mtp (the model's MTP head), suffix (repeats from the context)")
 }
 
 // FlagError is err (from Validate or CheckModel) with the config keys it
