@@ -19,6 +19,9 @@ func (e *Engine) SetDraft(cfg speculative.Config) error {
 		return err
 	}
 	c := cfg.Clone()
+	if c.Mode == "" {
+		c.Mode = "off" // the zero value, as Draft and the status page say it
+	}
 	e.draft.Store(&c)
 	return nil
 }
