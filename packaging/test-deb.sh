@@ -35,7 +35,8 @@
 # DEB_CHROOT_CACHE (default ~/.cache/edgellmd/chroot-bookworm, outside the
 # module so `go test ./...` never walks it) keeps the pristine debootstrapped
 # tree between runs, and DEB_CHROOT_CACHE-systemd the one with systemd;
-# DEB_MIRROR picks the mirror.
+# DEB_MIRROR picks the mirror. The checks' harness and the tree's making and
+# booting are packaging/check-lib.sh's, shared with scripts/apt-repo-check.sh.
 # awk programs and unit lines are single-quoted on purpose ($1, $MAINPID):
 # shellcheck disable=SC2016
 set -eu
@@ -45,43 +46,11 @@ OUT=${DEB_OUT:-bin/deb}
 export DEB_OUT="$OUT"
 TMP=$(mktemp -d)
 ROOT=""
-NS_UNSHARE="" # the systemd test's namespaces: unshare's pid,
-NS_INIT=""    # and their PID 1 (systemd) as this machine numbers it
-SDROOT=""
-# ns_child: unshare's child, PID 1 in the namespaces.
-ns_child() { awk '{ print $1 }' "/proc/$NS_UNSHARE/task/$NS_UNSHARE/children" 2>/dev/null || true; }
-# ns_stop ends the systemd test's namespaces (SIGKILL to their PID 1 ends
-# every process in them, and their mounts go with them) and removes the
-# cgroups made for them.
-ns_stop() {
-	if [ -z "$NS_INIT" ] && [ -n "$NS_UNSHARE" ]; then
-		NS_INIT=$(ns_child)
-	fi
-	if [ -n "$NS_INIT" ]; then
-		kill -9 "$NS_INIT" 2>/dev/null || true
-		NS_INIT=""
-	fi
-	if [ -n "$NS_UNSHARE" ]; then
-		wait "$NS_UNSHARE" 2>/dev/null || true
-		NS_UNSHARE=""
-	fi
-	if [ -s "$TMP/cgroups" ]; then
-		while read -r d; do
-			for _ in 1 2 3 4 5 6 7 8 9 10; do
-				find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
-				[ -d "$d" ] || break
-				sleep 0.2
-			done
-			if [ -d "$d" ]; then echo "test-deb: could not remove the cgroup $d" >&2; fi
-		done <"$TMP/cgroups"
-		: >"$TMP/cgroups"
-	fi
-}
+CHECK_NAME=test-deb
+# shellcheck source=packaging/check-lib.sh
+. packaging/check-lib.sh
 cleanup() {
-	ns_stop
-	if [ -n "$SDROOT" ]; then
-		rm -rf --one-file-system "$SDROOT"
-	fi
+	boot_cleanup
 	if [ -n "$ROOT" ]; then
 		if mountpoint -q "$ROOT/proc" && ! umount "$ROOT/proc"; then
 			echo "test-deb: could not unmount $ROOT/proc; leaving $ROOT" >&2
@@ -93,22 +62,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-fails=0
-pass() { echo "ok    $*"; }
-fail() {
-	echo "FAIL  $*"
-	fails=$((fails + 1))
-}
-check() { # check DESCRIPTION COMMAND...
-	d=$1
-	shift
-	if "$@" >"$TMP/check.out" 2>&1; then
-		pass "$d"
-	else
-		fail "$d"
-		sed 's/^/      /' "$TMP/check.out"
-	fi
-}
 need() {
 	command -v "$1" >/dev/null || {
 		echo "test-deb: $1 not found: $2" >&2
@@ -275,9 +228,9 @@ fi
 
 # 5b. Source copies of the scripts, and this tooling.
 for s in debian/edgellmd.postinst debian/edgellmd.prerm debian/edgellmd.postrm \
-	packaging/build-deb.sh packaging/test-deb.sh; do
+	packaging/build-deb.sh packaging/test-deb.sh packaging/check-lib.sh; do
 	check "sh -n $s" sh -n "$s"
-	check "shellcheck $s" shellcheck -s sh "$s"
+	check "shellcheck $s" shellcheck -x -s sh "$s"
 done
 
 # 5c. The arm64 package's binary runs (under qemu user emulation, here
@@ -297,22 +250,17 @@ chroot_test() {
 	deb=$(grep _amd64.deb "$TMP/built")
 	version=${deb##*/edgellmd_}
 	version=${version%_*}
-	cache=${DEB_CHROOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgellmd/chroot-bookworm}
-	if [ ! -x "$cache/usr/bin/dpkg" ]; then
+	if [ ! -x "$BOOT_CACHE/usr/bin/dpkg" ]; then
 		t0=$(date +%s)
-		mkdir -p "$(dirname "$cache")"
-		rm -rf --one-file-system "$cache.tmp"
-		debootstrap --variant=minbase --include=adduser bookworm "$cache.tmp" \
-			"${DEB_MIRROR:-http://deb.debian.org/debian}" >"$TMP/debootstrap.log" 2>&1 || {
+		boot_debootstrap "$TMP/debootstrap.log" || {
 			fail "debootstrap bookworm (log below)"
 			tail -20 "$TMP/debootstrap.log" | sed 's/^/      /'
 			return
 		}
-		mv "$cache.tmp" "$cache"
 		pass "debootstrap --variant=minbase bookworm in $(($(date +%s) - t0)) s"
 	fi
 	ROOT=$(mktemp -d)
-	cp -a "$cache/." "$ROOT/"
+	cp -a "$BOOT_CACHE/." "$ROOT/"
 	mount -t proc proc "$ROOT/proc" 2>/dev/null || true
 	in_root() { chroot "$ROOT" "$@"; }
 
@@ -388,59 +336,13 @@ fi
 # mounts never reach this machine), network (its 127.0.0.1:8001 is its
 # own), UTS, IPC, and cgroup, rooted in cgroups made for it and removed
 # afterwards. Commands reach it through nsenter; HTTP goes from this
-# machine's curl in its network namespace.
+# machine's curl in its network namespace (packaging/check-lib.sh: the tree,
+# its boot, in_sd, http, sd_show, sd_health_ok, sd_until).
 
-# cgroup_dirs: this process's cgroup in each mounted cgroup hierarchy (the
-# v1 ones and the v2 one), as a directory, one a line.
-cgroup_dirs() {
-	awk '
-		FNR == NR {
-			i = index($0, ":"); rest = substr($0, i + 1); j = index(rest, ":")
-			path[substr(rest, 1, j - 1)] = substr(rest, j + 1)
-			next
-		}
-		{
-			for (i = 7; i <= NF && $i != "-"; i++) { }
-			fstype = $(i + 1); opts = "," $(i + 3) ","
-			if (fstype == "cgroup2") {
-				if (!("" in path)) next
-				p = path[""]
-			} else if (fstype == "cgroup") {
-				p = ""
-				for (c in path) {
-					if (c == "") continue
-					n = split(c, cs, ","); ok = 1
-					for (k = 1; k <= n; k++) if (index(opts, "," cs[k] ",") == 0) ok = 0
-					if (ok) { p = path[c]; break }
-				}
-				if (p == "") next
-			} else next
-			if ($4 != "/" && index(p, $4) == 1) p = substr(p, length($4) + 1)
-			print $5 p
-		}' /proc/self/cgroup /proc/self/mountinfo
-}
-
-# in_sd CMD...: CMD in the booted tree (its namespaces, chrooted).
-in_sd() { nsenter -t "$NS_INIT" -m -p -n -u -i chroot "$SDROOT" "$@"; }
-# http URL [CURL ARGS]: this machine's curl in the tree's network namespace.
-http() { nsenter -t "$NS_INIT" -n curl -sS -m 30 "$@"; }
 sd_journal() { in_sd journalctl -u edgellmd -o cat --no-pager; }
 sd_reloads() { sd_journal | grep -c '"message":"config reloaded"' || true; }
-# sd_until SECONDS CMD...: run CMD every 0.2 s until it succeeds, for up to
-# SECONDS.
-sd_until() {
-	tries=$(($1 * 5))
-	shift
-	while ! "$@" >/dev/null 2>&1; do
-		tries=$((tries - 1))
-		[ "$tries" -gt 0 ] || return 1
-		sleep 0.2
-	done
-}
-sd_show() { in_sd systemctl show -P "$1" edgellmd; }
 sd_more_reloads() { [ "$(sd_reloads)" -gt "$1" ]; } # sd_more_reloads N: more than N logged
 sd_status_has() { http http://127.0.0.1:8001/status.json | grep -qF "$1"; }
-sd_health_ok() { http http://127.0.0.1:8001/health 2>/dev/null | grep -q '"status":"ok"'; }
 sd_restarted() { # sd_restarted OLDPID: active, with a new main process
 	p=$(sd_show MainPID) || return
 	[ "$p" != 0 ] && [ "$p" != "$1" ] && in_sd systemctl is-active --quiet edgellmd
@@ -450,111 +352,35 @@ sd_stopped() { ! in_sd systemctl is-active --quiet edgellmd && [ "$(sd_show Resu
 
 systemd_test() {
 	deb=$(grep _amd64.deb "$TMP/built")
-	cache=${DEB_CHROOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgellmd/chroot-bookworm}
-	sdcache=$cache-systemd
-	if [ ! -x "$cache/usr/bin/dpkg" ]; then
-		fail "systemd test: no bookworm tree at $cache (the chroot install test makes it)"
+	if [ ! -x "$BOOT_CACHE/usr/bin/dpkg" ]; then
+		fail "systemd test: no bookworm tree at $BOOT_CACHE (the chroot install test makes it)"
 		return
 	fi
-	if [ ! -x "$sdcache/lib/systemd/systemd" ]; then
+	if [ ! -x "$BOOT_SDCACHE/lib/systemd/systemd" ]; then
 		ta=$(date +%s)
-		rm -rf --one-file-system "$sdcache.tmp"
-		cp -a "$cache" "$sdcache.tmp"
-		cp -L /etc/resolv.conf "$sdcache.tmp/etc/resolv.conf"
-		if ! chroot "$sdcache.tmp" sh -c 'apt-get update &&
-			DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd && apt-get clean' \
-			>"$TMP/apt.log" 2>&1; then
+		if ! boot_add_systemd "$TMP/apt.log"; then
 			fail "apt-get install systemd in the bookworm tree (log below)"
 			tail -20 "$TMP/apt.log" | sed 's/^/      /'
 			return
 		fi
-		rm -f "$sdcache.tmp/etc/resolv.conf"
-		mv "$sdcache.tmp" "$sdcache"
 		pass "systemd added to the bookworm tree in $(($(date +%s) - ta)) s"
 	fi
 	check "no /bin/kill in the tree with systemd (procps not installed)" \
-		test ! -e "$sdcache/bin/kill" -a ! -e "$sdcache/usr/bin/kill"
-	SDROOT=$(mktemp -d)
-	cp -a "$sdcache/." "$SDROOT/"
-	# No gettys (/dev/console is a file here), and a journal that stays in
-	# memory and does not read this machine's kernel log.
-	for u in console-getty.service getty@.service serial-getty@.service getty.target; do
-		ln -sf /dev/null "$SDROOT/etc/systemd/system/$u"
-	done
-	mkdir -p "$SDROOT/etc/systemd/journald.conf.d"
-	printf '[Journal]\nStorage=volatile\nReadKMsg=no\n' >"$SDROOT/etc/systemd/journald.conf.d/test-deb.conf"
+		test ! -e "$BOOT_SDCACHE/bin/kill" -a ! -e "$BOOT_SDCACHE/usr/bin/kill"
+	boot_tree
 	cp "$deb" "$SDROOT/root/new.deb" # not /tmp: systemd mounts a tmpfs there
-	: >"$TMP/console"
-	cat >"$TMP/boot.sh" <<'BOOT'
-# boot.sh ROOT CONSOLE, run by unshare in the new namespaces: ROOT becomes
-# a mount point (the unit's sandboxing builds a mount namespace from /),
-# with /proc, a read-only /sys (as in a container), a /dev of its own
-# (CONSOLE as /dev/console) and systemd as PID 1.
-set -eu
-r=$1
-mount --bind "$r" "$r"
-mount -t proc proc "$r/proc"
-mount -t sysfs -o ro sysfs "$r/sys"
-mount -t tmpfs -o mode=0755,nosuid dev "$r/dev"
-for n in null:3 zero:5 full:7 random:8 urandom:9; do
-	mknod -m 0666 "$r/dev/${n%:*}" c 1 "${n#*:}"
-done
-mknod -m 0666 "$r/dev/tty" c 5 0
-mkdir -m 0755 "$r/dev/pts"
-mkdir -m 1777 "$r/dev/shm"
-mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$r/dev/pts"
-ln -s pts/ptmx "$r/dev/ptmx"
-ln -s /proc/self/fd "$r/dev/fd"
-: >"$r/dev/console"
-mount --bind "$2" "$r/dev/console"
-exec chroot "$r" /usr/bin/env container=edgellmd-test-deb /lib/systemd/systemd --system --log-target=journal
-BOOT
-	cat >"$TMP/enter.sh" <<'ENTER'
-# enter.sh CGROUPS CMD...: move into the cgroups listed in the file CGROUPS
-# (where that is allowed), then run CMD.
-while read -r d; do
-	echo $$ >"$d/cgroup.procs" 2>/dev/null || true
-done <"$1"
-shift
-exec "$@"
-ENTER
-	: >"$TMP/cgroups"
-	for d in $(cgroup_dirs); do
-		if mkdir "$d/edgellmd-test-deb.$$" 2>/dev/null; then
-			echo "$d/edgellmd-test-deb.$$" >>"$TMP/cgroups"
-		fi
-	done
 	f0=$fails
-	tb=$(date +%s)
-	sh "$TMP/enter.sh" "$TMP/cgroups" unshare --fork --kill-child --pid --mount --net --uts --ipc --cgroup \
-		sh "$TMP/boot.sh" "$SDROOT" "$TMP/console" </dev/null >"$TMP/boot.log" 2>&1 &
-	NS_UNSHARE=$!
-	while [ -z "$NS_INIT" ] && kill -0 "$NS_UNSHARE" 2>/dev/null; do
-		NS_INIT=$(ns_child)
-		[ -n "$NS_INIT" ] || sleep 0.05
-	done
-	# systemctl answers once systemd is PID 1 there; --wait until the boot
-	# is over.
-	state=""
-	while [ -n "$NS_INIT" ] && [ $(($(date +%s) - tb)) -lt 60 ] && kill -0 "$NS_INIT" 2>/dev/null; do
-		state=$(timeout 60 nsenter -t "$NS_INIT" -m -p chroot "$SDROOT" systemctl is-system-running --wait 2>/dev/null || true)
-		case "$state" in running | degraded) break ;; esac
-		sleep 0.2
-	done
-	case "$state" in
-	running | degraded)
-		pass "systemd boots as PID 1 in namespaces of its own: $state in $(($(date +%s) - tb)) s"
-		if [ "$state" = degraded ]; then
+	if boot_start; then
+		pass "systemd boots as PID 1 in namespaces of its own: $BOOT_STATE in $BOOT_SECONDS s"
+		if [ "$BOOT_STATE" = degraded ]; then
 			echo "info  failed units: $(in_sd systemctl --failed --plain --no-legend | awk '{ printf "%s ", $1 }' || true)"
 		fi
-		;;
-	*)
-		fail "systemd boots as PID 1 in namespaces of its own (state \"$state\" after 60 s; log below)"
+	else
+		fail "systemd boots as PID 1 in namespaces of its own (state \"$BOOT_STATE\" after 60 s; log below)"
 		sed 's/^/      /' "$TMP/boot.log" "$TMP/console"
 		ns_stop
 		return
-		;;
-	esac
+	fi
 
 	check "dpkg -i under systemd" in_sd dpkg -i /root/new.deb
 	check "postinst started edgellmd.service" in_sd systemctl is-active --quiet edgellmd

@@ -24,7 +24,8 @@
 #
 # Needs root, debootstrap, aptly, gpg, python3, curl, unshare and nsenter.
 # DEB_CHROOT_CACHE as for test-deb (the pristine tree; the one with systemd
-# beside it, made here when test-deb has not made it). APT_CHECK_DEBS: V1's
+# beside it, made here when test-deb has not made it): packaging/check-lib.sh
+# makes and boots the tree for both. APT_CHECK_DEBS: V1's
 # two .debs already built (CI passes the ones make test-deb just built);
 # else they are built here.
 # shellcheck disable=SC2016 # awk programs single-quoted on purpose
@@ -32,60 +33,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TMP=$(mktemp -d /tmp/apt-repo-check.XXXXXX)
-NS_UNSHARE=""
-NS_INIT=""
-SDROOT=""
+CHECK_NAME=apt-repo-check
+# shellcheck source=packaging/check-lib.sh
+. packaging/check-lib.sh
 HTTPD=""
-fails=0
-pass() { echo "ok    $*"; }
-fail() {
-	echo "FAIL  $*"
-	fails=$((fails + 1))
-}
-check() { # check DESCRIPTION COMMAND...
-	local d=$1
-	shift
-	if "$@" >"$TMP/check.out" 2>&1; then
-		pass "$d"
-	else
-		fail "$d"
-		sed 's/^/      /' "$TMP/check.out" | tail -30
-	fi
-}
 die() {
 	echo "apt-repo-check: $*" >&2
 	exit 1
 }
 
-ns_child() { awk '{ print $1 }' "/proc/$NS_UNSHARE/task/$NS_UNSHARE/children" 2>/dev/null || true; }
-ns_stop() {
-	if [ -z "$NS_INIT" ] && [ -n "$NS_UNSHARE" ]; then NS_INIT=$(ns_child); fi
-	if [ -n "$NS_INIT" ]; then
-		kill -9 "$NS_INIT" 2>/dev/null || true
-		NS_INIT=""
-	fi
-	if [ -n "$NS_UNSHARE" ]; then
-		wait "$NS_UNSHARE" 2>/dev/null || true
-		NS_UNSHARE=""
-	fi
-	if [ -s "$TMP/cgroups" ]; then
-		while read -r d; do
-			for _ in 1 2 3 4 5 6 7 8 9 10; do
-				find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
-				[ -d "$d" ] || break
-				sleep 0.2
-			done
-		done <"$TMP/cgroups"
-		: >"$TMP/cgroups"
-	fi
-}
 cleanup() {
 	if [ -n "$HTTPD" ]; then
 		kill "$HTTPD" 2>/dev/null || true
 		wait "$HTTPD" 2>/dev/null || true
 	fi
-	ns_stop
-	if [ -n "$SDROOT" ]; then rm -rf --one-file-system "$SDROOT"; fi
+	boot_cleanup
 	for g in "$TMP"/*/gnupg; do
 		if [ -d "$g" ]; then GNUPGHOME=$g gpgconf --kill gpg-agent 2>/dev/null || true; fi
 	done
@@ -100,25 +62,14 @@ done
 t0=$(date +%s)
 
 # The bookworm tree with systemd: test-deb's, or made here the same way.
-cache=${DEB_CHROOT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/edgellmd/chroot-bookworm}
-sdcache=$cache-systemd
-if [ ! -x "$sdcache/lib/systemd/systemd" ]; then
-	if [ ! -x "$cache/usr/bin/dpkg" ]; then
-		mkdir -p "$(dirname "$cache")"
-		rm -rf --one-file-system "$cache.tmp"
-		debootstrap --variant=minbase --include=adduser bookworm "$cache.tmp" \
-			"${DEB_MIRROR:-http://deb.debian.org/debian}" >"$TMP/debootstrap.log" 2>&1 ||
+if [ ! -x "$BOOT_SDCACHE/lib/systemd/systemd" ]; then
+	if [ ! -x "$BOOT_CACHE/usr/bin/dpkg" ]; then
+		boot_debootstrap "$TMP/debootstrap.log" ||
 			{ tail -20 "$TMP/debootstrap.log"; die "debootstrap bookworm failed"; }
-		mv "$cache.tmp" "$cache"
 	fi
-	rm -rf --one-file-system "$sdcache.tmp"
-	cp -a "$cache" "$sdcache.tmp"
-	cp -L /etc/resolv.conf "$sdcache.tmp/etc/resolv.conf"
-	chroot "$sdcache.tmp" sh -c 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd && apt-get clean' \
-		>"$TMP/apt.log" 2>&1 || { tail -20 "$TMP/apt.log"; die "apt-get install systemd in the bookworm tree failed"; }
-	rm -f "$sdcache.tmp/etc/resolv.conf"
-	mv "$sdcache.tmp" "$sdcache"
-	echo "made the bookworm tree with systemd at $sdcache"
+	boot_add_systemd "$TMP/apt.log" ||
+		{ tail -20 "$TMP/apt.log"; die "apt-get install systemd in the bookworm tree failed"; }
+	echo "made the bookworm tree with systemd at $BOOT_SDCACHE"
 fi
 
 # 1. Packages: V1 for amd64 and arm64, V2 (amd64) with a changed default
@@ -169,103 +120,17 @@ rm -f "$TMP/www/unsigned/dists/stable/InRelease" "$TMP/www/unsigned/dists/stable
 ln -s "$pub" "$TMP/www/fleet"
 ln -s "$TMP/wrong/public" "$TMP/www/wrongkey"
 
-# 2. Boot the tree (as test-deb does): PID, mount, network, UTS, IPC and
-# cgroup namespaces, systemd as PID 1; its 127.0.0.1 is its own, and the
-# repository is served there.
-cgroup_dirs() {
-	awk '
-		FNR == NR {
-			i = index($0, ":"); rest = substr($0, i + 1); j = index(rest, ":")
-			path[substr(rest, 1, j - 1)] = substr(rest, j + 1)
-			next
-		}
-		{
-			for (i = 7; i <= NF && $i != "-"; i++) { }
-			fstype = $(i + 1); opts = "," $(i + 3) ","
-			if (fstype == "cgroup2") {
-				if (!("" in path)) next
-				p = path[""]
-			} else if (fstype == "cgroup") {
-				p = ""
-				for (c in path) {
-					if (c == "") continue
-					n = split(c, cs, ","); ok = 1
-					for (k = 1; k <= n; k++) if (index(opts, "," cs[k] ",") == 0) ok = 0
-					if (ok) { p = path[c]; break }
-				}
-				if (p == "") next
-			} else next
-			if ($4 != "/" && index(p, $4) == 1) p = substr(p, length($4) + 1)
-			print $5 p
-		}' /proc/self/cgroup /proc/self/mountinfo
-}
-SDROOT=$(mktemp -d /tmp/apt-repo-check-root.XXXXXX)
-cp -a "$sdcache/." "$SDROOT/"
-for u in console-getty.service getty@.service serial-getty@.service getty.target; do
-	ln -sf /dev/null "$SDROOT/etc/systemd/system/$u"
-done
-mkdir -p "$SDROOT/etc/systemd/journald.conf.d"
-printf '[Journal]\nStorage=volatile\nReadKMsg=no\n' >"$SDROOT/etc/systemd/journald.conf.d/apt-repo-check.conf"
+# 2. Boot the tree (packaging/check-lib.sh, as test-deb does): PID, mount,
+# network, UTS, IPC and cgroup namespaces, systemd as PID 1; its 127.0.0.1
+# is its own, and the repository is served there.
+boot_tree
 # Only the fleet repository: the box's network namespace reaches nothing else.
 rm -f "$SDROOT/etc/apt/sources.list" "$SDROOT"/etc/apt/sources.list.d/*
-: >"$TMP/console"
-cat >"$TMP/boot.sh" <<'BOOT'
-set -eu
-r=$1
-mount --bind "$r" "$r"
-mount -t proc proc "$r/proc"
-mount -t sysfs -o ro sysfs "$r/sys"
-mount -t tmpfs -o mode=0755,nosuid dev "$r/dev"
-for n in null:3 zero:5 full:7 random:8 urandom:9; do
-	mknod -m 0666 "$r/dev/${n%:*}" c 1 "${n#*:}"
-done
-mknod -m 0666 "$r/dev/tty" c 5 0
-mkdir -m 0755 "$r/dev/pts"
-mkdir -m 1777 "$r/dev/shm"
-mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$r/dev/pts"
-ln -s pts/ptmx "$r/dev/ptmx"
-ln -s /proc/self/fd "$r/dev/fd"
-: >"$r/dev/console"
-mount --bind "$2" "$r/dev/console"
-exec chroot "$r" /usr/bin/env container=edgellmd-apt-repo-check /lib/systemd/systemd --system --log-target=journal
-BOOT
-cat >"$TMP/enter.sh" <<'ENTER'
-while read -r d; do
-	echo $$ >"$d/cgroup.procs" 2>/dev/null || true
-done <"$1"
-shift
-exec "$@"
-ENTER
-: >"$TMP/cgroups"
-for d in $(cgroup_dirs); do
-	if mkdir "$d/edgellmd-apt-repo-check.$$" 2>/dev/null; then
-		echo "$d/edgellmd-apt-repo-check.$$" >>"$TMP/cgroups"
-	fi
-done
-tb=$(date +%s)
-sh "$TMP/enter.sh" "$TMP/cgroups" unshare --fork --kill-child --pid --mount --net --uts --ipc --cgroup \
-	sh "$TMP/boot.sh" "$SDROOT" "$TMP/console" </dev/null >"$TMP/boot.log" 2>&1 &
-NS_UNSHARE=$!
-while [ -z "$NS_INIT" ] && kill -0 "$NS_UNSHARE" 2>/dev/null; do
-	NS_INIT=$(ns_child)
-	[ -n "$NS_INIT" ] || sleep 0.05
-done
-state=""
-while [ -n "$NS_INIT" ] && [ $(($(date +%s) - tb)) -lt 60 ] && kill -0 "$NS_INIT" 2>/dev/null; do
-	state=$(timeout 60 nsenter -t "$NS_INIT" -m -p chroot "$SDROOT" systemctl is-system-running --wait 2>/dev/null || true)
-	case "$state" in running | degraded) break ;; esac
-	sleep 0.2
-done
-case "$state" in
-running | degraded) pass "the box boots (systemd as PID 1 in namespaces of its own): $state in $(($(date +%s) - tb)) s" ;;
-*)
+boot_start || {
 	sed 's/^/      /' "$TMP/boot.log" "$TMP/console"
-	die "systemd did not boot (state \"$state\")"
-	;;
-esac
-in_sd() { nsenter -t "$NS_INIT" -m -p -n -u -i chroot "$SDROOT" "$@"; }
-# http URL [CURL ARGS]: curl in the box's network namespace.
-http() { nsenter -t "$NS_INIT" -n curl -sS -m 30 "$@"; }
+	die "systemd did not boot (state \"$BOOT_STATE\")"
+}
+pass "the box boots (systemd as PID 1 in namespaces of its own): $BOOT_STATE in $BOOT_SECONDS s"
 apt_in() { in_sd env DEBIAN_FRONTEND=noninteractive apt-get -q -y "$@" </dev/null; }
 UPGRADE_OPTS=(-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 
@@ -289,19 +154,8 @@ check "installed $V1" sh -c "chroot '$SDROOT' dpkg-query -W -f='\${Version}' edg
 check "apt-cache policy: $V1 from http://127.0.0.1:8080/fleet stable/main" sh -c \
 	"chroot '$SDROOT' apt-cache policy edgellmd | grep -q 'http://127.0.0.1:8080/fleet stable/main'"
 
-sd_show() { in_sd systemctl show -P "$1" edgellmd; }
-sd_until() { # sd_until SECONDS CMD...
-	local tries=$(($1 * 5))
-	shift
-	while ! "$@" >/dev/null 2>&1; do
-		tries=$((tries - 1))
-		[ "$tries" -gt 0 ] || return 1
-		sleep 0.2
-	done
-}
-health_ok() { http http://127.0.0.1:8001/health 2>/dev/null | grep -q '"status":"ok"'; }
-sd_until 30 health_ok || true
-check "postinst started edgellmd.service, /health ok" health_ok
+sd_until 30 sd_health_ok || true
+check "postinst started edgellmd.service, /health ok" sd_health_ok
 pid1=$(sd_show MainPID || echo 0)
 
 # 3. The config edited, then requests that fill the prefix cache.
@@ -357,7 +211,7 @@ check "edgellmd version prints $V2" sh -c "chroot '$SDROOT' edgellmd version | g
 check "the edited config kept (draft.mode: tree)" grep -qx '  mode: "tree"' "$SDROOT/etc/edgellmd/edgellmd.yaml"
 check "V2's default config beside it as edgellmd.yaml.dpkg-dist" grep -qF "A default added in $V2" "$SDROOT/etc/edgellmd/edgellmd.yaml.dpkg-dist"
 check "dpkg said it kept the edited config" grep -qF "Keeping old config file as default." "$TMP/upgrade.log"
-sd_until 30 health_ok || true
+sd_until 30 sd_health_ok || true
 pid2=$(sd_show MainPID || echo 0)
 restarted() { [ "$pid2" != 0 ] && [ "$pid2" != "$pid1" ] && in_sd systemctl is-active --quiet edgellmd; }
 check "the maintainer scripts restarted the service: main process $pid1 -> $pid2, active" restarted
@@ -379,8 +233,8 @@ check "apt-get install edgellmd=$V1 --allow-downgrades (exit $dn)" test "$dn" = 
 [ "$dn" = 0 ] || sed 's/^/      /' "$TMP/down.log"
 check "back on $V1, config still edited" sh -c \
 	"chroot '$SDROOT' dpkg-query -W -f='\${Version}' edgellmd | grep -qxF '$V1' && grep -qx '  mode: \"tree\"' '$SDROOT/etc/edgellmd/edgellmd.yaml'"
-sd_until 30 health_ok || true
-check "the service restarted on $V1, /health ok" health_ok
+sd_until 30 sd_health_ok || true
+check "the service restarted on $V1, /health ok" sd_health_ok
 check "without a pin, apt-get upgrade would take it to $V2 again" sh -c \
 	"chroot '$SDROOT' apt-get -s upgrade </dev/null | grep -q '^Inst edgellmd \[$V1\] ($V2 '"
 printf 'Package: edgellmd\nPin: version %s\nPin-Priority: 1001\n' "$V1" >"$SDROOT/etc/apt/preferences.d/edgellmd"
