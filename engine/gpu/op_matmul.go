@@ -248,9 +248,9 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 			}
 			r.Dispatch("matmul_cm_nvfp4", append(spec, mode), Groups(groups),
 				[]uint32{uint32(w.Rows), cols, uint32(n), uint32(rgroups), uint32(groups), inOff, scaleOff, ioff, doff}, wb, in, db)
-		case kind == mmQ8K:
-			r.Dispatch("matmul_cm_kquant", append(spec, kqTypes[w.Type].typ), Groups(groups),
-				[]uint32{uint32(w.Rows), cols, uint32(n), uint32(rgroups), uint32(groups), inOff, scaleOff, doff}, wb, in, db)
+		case kqTiles(w.Type):
+			r.Dispatch("matmul_cm_kquant", append(spec, kqTypes[w.Type].getRows), Groups(groups),
+				[]uint32{uint32(w.Rows), cols, uint32(n), uint32(rgroups), uint32(groups), inOff, scaleOff, doff, ioff}, wb, in, db)
 		case kind == mmQ8:
 			r.Dispatch("matmul_cm_q8_0", spec, Groups(groups),
 				[]uint32{uint32(w.Rows), cols, uint32(n), uint32(rgroups), uint32(groups), inOff, scaleOff, doff}, wb, in, db)
@@ -315,7 +315,7 @@ func (r *Recorder) coopTile(w *Matrix, kind mmKind, n int) (tile, bool) {
 		return d.tiles.i8, true
 	case w.Type == tensor.F16 && kind == mmHalf:
 		return d.tiles.f16, true
-	case kqCoop(kind, d.tiles.i8):
+	case kqTiles(w.Type) && kqTileDepth(d.tiles.i8):
 		return d.tiles.i8, true
 	}
 	return tile{}, false

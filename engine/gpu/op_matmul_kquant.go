@@ -14,18 +14,19 @@ import (
 // (matmul_kquant, matmul_legacy) make the CPU's exact integer sums per
 // chunk of 16 or 32 values and scale them in F32 in another order than the
 // CPU, like matmul_q8_0. On the cooperative-matrix path (passes of
-// Device.coopMin vectors or more) the K-quants and IQ4_XS unpack their
-// blocks to int8 tiles as they stage them (matmul_cm_kquant: the same
-// integer sums per chunk, on the tensor cores); the legacy types stay on
-// the scalar shader. Embedding rows: getrows_kquant.
+// Device.coopMin vectors or more) every one of these types unpacks its
+// blocks to int8 tiles as it is staged (matmul_cm_kquant: the same integer
+// sums per 32-value chunk, on the tensor cores). Embedding rows:
+// getrows_kquant.
 
 const (
 	mmQ8K  mmKind = mmFP4 + 1 + iota // Q8_K blocks: int8 quants, then an F32 scale per 256 values
 	mmQ8_1                           // Q8_1 blocks: Q8_0's quants and scales, then s = d*Σq per 32 values
 )
 
-// kqType is how one block type runs: its activations, its product shader
-// and that shader's TYPE, and getrows_kquant's TYPE.
+// kqType is how one block type runs: its activations, its scalar product
+// shader and that shader's TYPE, and the TYPE of getrows_kquant and of
+// matmul_cm_kquant.
 type kqType struct {
 	act     mmKind
 	shader  string
@@ -86,10 +87,15 @@ func kqShader(t tensor.DType, spec []uint32) (string, []uint32) {
 	return k.shader, append(spec, k.typ)
 }
 
-// kqCoop says whether a product with activations of kind k runs on the
-// cooperative-matrix shader matmul_cm_kquant with int8 tile t: the Q8_K
-// types, with a tile depth that divides the 16-value halves of a chunk or
-// is a whole chunk (8, 16 or 32: what drivers list for int8).
-func kqCoop(k mmKind, t tile) bool {
-	return k == mmQ8K && (t.K == 8 || t.K == 16 || t.K == 32)
+// kqTiles says whether products with weights of type t have a
+// cooperative-matrix shader: matmul_cm_kquant takes every block type here,
+// its TYPE being getrows_kquant's.
+func kqTiles(t tensor.DType) bool {
+	_, ok := kqTypes[t]
+	return ok
 }
+
+// kqTileDepth says whether matmul_cm_kquant runs with int8 tile t: a depth
+// that divides the 16-value halves of a chunk or is a whole chunk (8, 16
+// or 32: what drivers list for int8).
+func kqTileDepth(t tile) bool { return t.K == 8 || t.K == 16 || t.K == 32 }

@@ -1,7 +1,11 @@
 #version 450
 // dst[v*rows + r] = sum_c W[r,c] x[v*cols + c] for the K-quant weight types
 // and IQ4_XS (TYPE as matmul_kquant.comp's: 0 Q4_K, 1 Q5_K, 2 Q6_K, 3 Q2_K,
-// 4 Q3_K, 5 IQ4_XS) with Q8_K activations (quant_q8_k), on cooperative
+// 4 Q3_K, 5 IQ4_XS) with Q8_K activations (quant_q8_k), and for the legacy
+// 32-value block types (TYPE 6 Q4_0, 7 Q4_1, 8 Q5_0, 9 Q5_1, 10 IQ4_NL, as
+// getrows_kquant numbers them) with Q8_0 or Q8_1 activations (quant_q8_0,
+// quant_q8_1; a block is one chunk of scale 1, and Q4_1's and Q5_1's
+// minimum adds m_w*s_x per block, as matmul_legacy.comp), on cooperative
 // matrices (tensor cores). Each 32-value chunk of a super-block is one
 // 32-deep slice: its integer weights (0..63 or -32..31: int8) are
 // unpacked from the blocks into shared memory as the tile is staged, and
@@ -38,14 +42,21 @@ const uint BM = 2 * CM * TM, BN = 2 * CN * TN, BK = 32;
 const uint PER = BM * BN / WG; // outputs per invocation
 const bool SPLIT = TYPE == 2u || TYPE == 3u || TYPE == 4u;
 const bool MINS = TYPE == 0u || TYPE == 1u || TYPE == 3u;
+const bool LEG = TYPE >= 6u; // the legacy types: a 32-value block per chunk
+const bool LEGMIN = TYPE == 7u || TYPE == 9u; // Q4_1, Q5_1
+const uint CHUNKS = LEG ? 1u : 8u; // chunks per block
 const bool TWICE = SPLIT && TK > 16u; // the activations staged twice, a half zeroed in each
-const uint BH = TYPE == 0u ? 72u : TYPE == 1u ? 88u : TYPE == 2u ? 105u : TYPE == 3u ? 42u : TYPE == 4u ? 55u : 68u;
+const uint BH = TYPE == 0u ? 72u : TYPE == 1u ? 88u : TYPE == 2u ? 105u : TYPE == 3u ? 42u : TYPE == 4u ? 55u :
+    TYPE == 5u ? 68u : TYPE == 6u || TYPE == 10u ? 9u : TYPE == 7u ? 10u : TYPE == 8u ? 11u : 12u;
+// QS is a legacy block's first quant halfword (after d, m and qh).
+const uint QS = TYPE == 7u ? 2u : TYPE == 8u ? 3u : TYPE == 9u ? 4u : 1u;
 
 layout(push_constant) uniform PC {
     uint rows, cols, n, rgroups, groups;
     uint xoff; // words: the activation quants, four to a word
-    uint soff; // floats: the activation super-block scales
+    uint soff; // floats: the activation scales per super-block (per block: legacy)
     uint doff; // floats: dst
+    uint ioff; // floats: Q8_1's s per block (Q4_1, Q5_1)
 } pc;
 
 layout(std430, binding = 0) readonly buffer W { uint16_t w[]; };
@@ -63,9 +74,9 @@ shared int8_t ash[BM * BK]; // weights, row major
 shared int8_t bsh[BN * BK]; // activations, one vector per BK (TWICE: the second half zeroed)
 shared int8_t bsh2[TWICE ? BN * BK : 16]; // TWICE: the first half zeroed
 shared int sash[BM], sbsh[BM], mash[BM], mbsh[BM];
-shared float dwsh[BM], dmsh[BM];
+shared float dwsh[BM], dmsh[BM]; // d, and dmin (legacy: m)
 shared int xa[BN], xb[BN]; // Σx over each half of the chunk
-shared float dxsh[BN];
+shared float dxsh[BN], sxsh[BN]; // d_x, and Q8_1's s
 
 float halfToFloat(uint h) {
     const uint e = (h >> 10) & 0x1fu, m = h & 0x3ffu, s = (h & 0x8000u) << 16;
@@ -116,9 +127,22 @@ uint quad(uint base, uint c, uint k) {
             if (((hm >> (8u * j)) & 1u) == 0u) v -= 4;
             out_ |= (uint(v) & 0xffu) << (8u * j);
         }
-    } else {
+    } else if (TYPE == 5u) {
         const uint word = w32(base + 4u + 8u * c + 2u * (k & 3u)) >> (k >= 4u ? 4u : 0u);
         for (uint j = 0u; j < 4u; j++) out_ |= (uint(kvalue((word >> (8u * j)) & 15u)) & 0xffu) << (8u * j);
+    } else { // legacy: value i < 16 the low nibble of qs[i], i >= 16 the high nibble of qs[i-16]
+        const uint word = w32(base + QS + 2u * (k & 3u)) >> (k >= 4u ? 4u : 0u);
+        uint qh = 0u;
+        if (TYPE == 8u || TYPE == 9u) qh = w32(base + QS - 2u) >> (4u * k); // bit i: fifth bit of value i
+        for (uint j = 0u; j < 4u; j++) {
+            uint q = (word >> (8u * j)) & 15u;
+            if (TYPE == 8u || TYPE == 9u) q |= ((qh >> j) & 1u) << 4;
+            int v = int(q);
+            if (TYPE == 6u) v -= 8;
+            else if (TYPE == 8u) v -= 16;
+            else if (TYPE == 10u) v = kvalue(q);
+            out_ |= (uint(v) & 0xffu) << (8u * j);
+        }
     }
     return out_;
 }
@@ -168,6 +192,11 @@ void scales(uint base, uint c, out int sA, out int sB, out int mA, out int mB, o
         }
         sA = s[0];
         sB = s[1];
+    } else if (LEG) {
+        dw = halfToFloat(uint(w[base]));
+        if (LEGMIN) dm = halfToFloat(uint(w[base + 1u]));
+        sA = 1;
+        sB = 1;
     } else {
         dw = halfToFloat(uint(w[base]));
         const uint ls = ((by(base, 4u + (c >> 1)) >> (4u * (c & 1u))) & 15u) | (((uint(w[base + 1u]) >> (2u * c)) & 3u) << 4);
@@ -184,13 +213,13 @@ void main() {
     const uint sg = gl_SubgroupID;
     const bool tiles = sg < 4u; // uniform over the subgroup
     const uint sr = (sg / 2u) * CM * TM, scn = (sg % 2u) * CN * TN;
-    const uint nb = pc.cols / 256u;
+    const uint nb = pc.cols / (32u * CHUNKS); // blocks per row
 
     float acc[PER];
     for (uint e = 0u; e < PER; e++) acc[e] = 0.0;
 
-    for (uint u = 0u; u < nb * 8u; u++) {
-        const uint b = u >> 3, c = u & 7u;
+    for (uint u = 0u; u < nb * CHUNKS; u++) {
+        const uint b = u / CHUNKS, c = u % CHUNKS;
         for (uint i = tid; i < BM * 8u; i += WG) {
             const uint r = i / 8u, k = i % 8u, gr = r0 + r;
             const uint q = gr < pc.rows ? quad((gr * nb + b) * BH, c, k) : 0u;
@@ -224,8 +253,8 @@ void main() {
         for (uint v = tid; v < BN; v += WG) {
             const uint gv = v0 + v;
             int sa = 0, sb = 0;
-            float dx = 0.0;
-            if (gv < pc.n) {
+            float dx = 0.0, sx = 0.0;
+            if (gv < pc.n && MINS) {
                 const uint base = pc.xoff + gv * (pc.cols / 4u) + u * 8u;
                 for (uint k = 0u; k < 8u; k++) {
                     const uint q = xq[base + k];
@@ -233,11 +262,15 @@ void main() {
                     for (uint j = 0u; j < 4u; j++) s += bitfieldExtract(int(q), int(8u * j), 8);
                     if (k < 4u) sa += s; else sb += s;
                 }
+            }
+            if (gv < pc.n) {
                 dx = xd[pc.soff + gv * nb + b];
+                if (LEGMIN) sx = xd[pc.ioff + gv * nb + b];
             }
             xa[v] = sa;
             xb[v] = sb;
             dxsh[v] = dx;
+            sxsh[v] = sx;
         }
         barrier();
 
@@ -284,6 +317,7 @@ void main() {
             const int isum = SPLIT ? sash[r] * csa[i] + sbsh[r] * csb[i] : sash[r] * csa[i];
             acc[e] += (dwsh[r] * dxsh[v]) * float(isum);
             if (MINS) acc[e] -= (dmsh[r] * dxsh[v]) * float(mash[r] * xa[v] + mbsh[r] * xb[v]);
+            if (LEGMIN) acc[e] += dmsh[r] * sxsh[v];
         }
         barrier(); // before the next chunk's staging overwrites the shared arrays
     }
