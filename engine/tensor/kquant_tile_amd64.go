@@ -3,6 +3,18 @@ package tensor
 import "unsafe"
 
 //go:noescape
+func legacyTileAVX512(w *byte, rb int, act *q8Act, astride, nb, n int, lut *byte, bias int, acc *float32)
+
+// The Q4_0 and IQ4_NL levels plus a bias that makes them unsigned bytes,
+// for VPDPBUSD (legacyTileAVX512).
+var q4_0Biased, iq4NLBiased = func() (q, iq [16]byte) {
+	for i := range q {
+		q[i], iq[i] = byte(q4_0Levels[i]+8), byte(int(kvaluesIQ4NL[i])+128)
+	}
+	return q, iq
+}()
+
+//go:noescape
 func legacyTileAVX2(w *byte, rb int, act *q8Act, astride, nb, n int, lut *int8, scratch *byte, acc *float32)
 
 // legacyTile: see legacyTileGo.
@@ -15,6 +27,14 @@ func legacyTile(t DType, w []byte, rb int, act []q8Act, astride, nb, n int, acc 
 	lut := &q4_0Levels
 	if t == IQ4_NL {
 		lut = &kvaluesIQ4NL
+	}
+	if useTile512 {
+		biased, bias := &q4_0Biased, 8
+		if t == IQ4_NL {
+			biased, bias = &iq4NLBiased, 128
+		}
+		legacyTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8Act{})), nb, n, &biased[0], bias, &acc[0])
+		return
 	}
 	var scratch [288]byte
 	legacyTileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8Act{})), nb, n, &lut[0], &scratch[0], &acc[0])

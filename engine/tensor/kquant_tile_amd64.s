@@ -808,3 +808,107 @@ q5kzvec:
 q5kzdone:
 	VZEROUPPER
 	RET
+
+// LQUAD(a, b, c, d, lo, hi): the biased levels (lut', Z30) of block rows
+// a, b, c, d in the four 128-bit lanes of lo (values 0-15) and hi (16-31).
+#define LQUAD(a, b, c, d, lo, hi) \
+	VMOVDQU32 a, X24; \
+	VINSERTI32X4 $1, b, Z24, Z24; \
+	VINSERTI32X4 $2, c, Z24, Z24; \
+	VINSERTI32X4 $3, d, Z24, Z24; \
+	VPSRLW $4, Z24, Z25; \
+	VPANDD Z31, Z24, Z24; \
+	VPANDD Z31, Z25, Z25; \
+	VPSHUFB Z24, Z30, lo; \
+	VPSHUFB Z25, Z30, hi
+
+// func legacyTileAVX512(w *byte, rb int, act *q8Act, astride, nb, n int, lut *byte, bias int, acc *float32)
+// legacyTileAVX2 on AVX-512 VNNI: four rows in the 128-bit lanes of one
+// zmm register (rows 0, 4, 2, 6 and 1, 5, 3, 7), the levels biased to
+// unsigned bytes (lut[nibble] = level + bias) for VPDPBUSD, and bias times
+// the sum of the activations taken off each row's lanes; the same integer
+// dots, so the same bits.
+TEXT ·legacyTileAVX512(SB), NOSPLIT, $0-72
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ astride+24(FP), R9
+	MOVQ nb+32(FP), CX
+	MOVQ lut+48(FP), DX
+	MOVQ bias+56(FP), AX
+	MOVQ acc+64(FP), R8
+	VPBROADCASTB AX, Z29
+	VBROADCASTI32X4 (DX), Z30
+	MOVL $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z31
+	LEAQ (BX)(BX*2), R11         // 3 rows
+	LEAQ (SI)(BX*4), R12         // row 4
+	TESTQ CX, CX
+	JEQ lzdone
+
+lzblock:
+	LQUAD(2(SI), 2(R12), 2(SI)(BX*2), 2(R12)(BX*2), Z20, Z21)
+	LQUAD(2(SI)(BX*1), 2(R12)(BX*1), 2(SI)(R11*1), 2(R12)(R11*1), Z22, Z23)
+	MOVWLZX (SI), AX
+	VMOVD AX, X13
+	MOVWLZX (SI)(BX*1), AX
+	VPINSRW $1, AX, X13, X13
+	MOVWLZX (SI)(BX*2), AX
+	VPINSRW $2, AX, X13, X13
+	MOVWLZX (SI)(R11*1), AX
+	VPINSRW $3, AX, X13, X13
+	MOVWLZX (R12), AX
+	VPINSRW $4, AX, X13, X13
+	MOVWLZX (R12)(BX*1), AX
+	VPINSRW $5, AX, X13, X13
+	MOVWLZX (R12)(BX*2), AX
+	VPINSRW $6, AX, X13, X13
+	MOVWLZX (R12)(R11*1), AX
+	VPINSRW $7, AX, X13, X13
+	VCVTPH2PS X13, Y13           // d_w of the eight rows
+	MOVQ n+40(FP), R10
+	MOVQ DI, R13
+	MOVQ R8, AX
+	TESTQ R10, R10
+	JEQ lznext
+
+lzvec:
+	VBROADCASTI32X4 (R13), Z16   // values 0-15
+	VBROADCASTI32X4 16(R13), Z17 // values 16-31
+	VPXORD Z18, Z18, Z18
+	VPDPBUSD Z16, Z29, Z18
+	VPDPBUSD Z17, Z29, Z18       // bias * the activations, by fours
+	VPXORD Z0, Z0, Z0
+	VPDPBUSD Z16, Z20, Z0
+	VPDPBUSD Z17, Z21, Z0
+	VPSUBD Z18, Z0, Z0           // rows 0 | 4 | 2 | 6
+	VPXORD Z1, Z1, Z1
+	VPDPBUSD Z16, Z22, Z1
+	VPDPBUSD Z17, Z23, Z1
+	VPSUBD Z18, Z1, Z1           // rows 1 | 5 | 3 | 7
+	VEXTRACTI64X4 $1, Z0, Y2
+	VEXTRACTI64X4 $1, Z1, Y3
+	VPHADDD Y1, Y0, Y0           // rows 0,1 | 4,5
+	VPHADDD Y3, Y2, Y2           // rows 2,3 | 6,7
+	VPHADDD Y2, Y0, Y0           // rows 0-3 | 4-7
+	VCVTDQ2PS Y0, Y0
+	VBROADCASTSS 32(R13), Y4
+	VMULPS Y13, Y4, Y4           // d_x * d_w
+	VMOVUPS (AX), Y5
+	VFMADD231PS Y4, Y0, Y5       // acc += dot * (d_x*d_w)
+	VMOVUPS Y5, (AX)
+	ADDQ $32, AX
+	ADDQ R9, R13
+	DECQ R10
+	JNZ lzvec
+
+lznext:
+	ADDQ $18, SI
+	ADDQ $18, R12
+	ADDQ $36, DI
+	DECQ CX
+	JNZ lzblock
+
+lzdone:
+	VZEROUPPER
+	RET

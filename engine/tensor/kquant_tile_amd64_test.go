@@ -21,6 +21,17 @@ func TestLegacyTileAVX2(t *testing.T) {
 	if !useSIMD {
 		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
 	}
+	if useTile512 { // run the AVX2 form as well as the AVX-512 one
+		useTile512 = false
+		t.Run("avx2", testLegacyTile)
+		useTile512 = true
+		t.Run("avx512", testLegacyTile)
+		return
+	}
+	testLegacyTile(t)
+}
+
+func testLegacyTile(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		typ := rapid.SampledFrom([]DType{Q4_0, IQ4_NL}).Draw(t, "type")
 		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
