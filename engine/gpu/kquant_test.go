@@ -357,6 +357,21 @@ func TestMatMulKQuant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.SetMatMul(MatMulAuto)
+	// Both K-quant shaders: matmul_kquant_dp where the device has packed
+	// dot products, and matmul_kquant, which the others run.
+	intDot := d.info.IntDot
+	defer func() { d.info.IntDot = intDot }()
+	for _, dot := range []bool{intDot, false} {
+		d.info.IntDot = dot
+		t.Run(fmt.Sprintf("intDot=%v", dot), func(t *testing.T) { kqMatMulTypes(t, d) })
+		if !intDot {
+			break
+		}
+	}
+}
+
+// kqMatMulTypes is TestMatMulKQuant for one choice of shaders.
+func kqMatMulTypes(t *testing.T, d *Device) {
 	rng := rand.New(rand.NewPCG(35, 3))
 	run := 0
 	for _, typ := range kqTypeList {

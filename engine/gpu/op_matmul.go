@@ -292,7 +292,7 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 		}
 		spec = append(spec, mode, mmBool(inOff%4 == 0))
 	default:
-		name, spec = kqShader(w.Type, spec)
+		name, spec = r.kqShader(w.Type, spec)
 	}
 	r.Dispatch(name, spec, Groups(groups),
 		[]uint32{uint32(w.Rows), cols, uint32(n), uint32(vgroups), uint32(groups), inOff, scaleOff, ioff, doff}, wb, in, db)

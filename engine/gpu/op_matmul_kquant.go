@@ -81,10 +81,17 @@ func (r *Recorder) kqQuantize(k mmKind, x, s Range, xoff, soff, vals uint32) (sc
 }
 
 // kqShader is the scalar product shader for weights of type t and its
-// specialization constants after the common ones (WG, NV, TPR).
-func kqShader(t tensor.DType, spec []uint32) (string, []uint32) {
+// specialization constants after the common ones (WG, NV, TPR): for the
+// K-quants, matmul_kquant_dp (packed dot products) where the device has
+// shaderIntegerDotProduct, else matmul_kquant; the same integer sums
+// either way.
+func (r *Recorder) kqShader(t tensor.DType, spec []uint32) (string, []uint32) {
 	k := kqTypes[t]
-	return k.shader, append(spec, k.typ)
+	name := k.shader
+	if name == "matmul_kquant" && r.dev.info.IntDot {
+		name = "matmul_kquant_dp"
+	}
+	return name, append(spec, k.typ)
 }
 
 // kqTiles says whether products with weights of type t have a
