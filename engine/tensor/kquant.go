@@ -495,7 +495,7 @@ func actKind(t DType) blockAct {
 func dotK(t DType, row []byte, act []q8KAct) float32 {
 	switch t {
 	case Q2_K:
-		return dotQ2K(row, act)
+		return dotQ2KRow(row, act)
 	case Q3_K:
 		return dotQ3K(row, act)
 	case Q4_K:

@@ -77,3 +77,6 @@ func BenchmarkKQuantQ4KMat64(b *testing.B)  { benchKQuant(b, Q4_K, 1024, 1024, 6
 func BenchmarkKQuantQ6KMat64(b *testing.B)  { benchKQuant(b, Q6_K, 1024, 1024, 64) }
 func BenchmarkKQuantQ5KMat64(b *testing.B)  { benchKQuant(b, Q5_K, 1024, 1024, 64) }
 func BenchmarkKQuantQ4_0Mat64(b *testing.B) { benchKQuant(b, Q4_0, 1024, 1024, 64) }
+
+func BenchmarkKQuantQ2KVec(b *testing.B) { benchKQuant(b, Q2_K, 3584, 1024, 1) }
+func BenchmarkKQuantQ3KVec(b *testing.B) { benchKQuant(b, Q3_K, 3584, 1024, 1) }

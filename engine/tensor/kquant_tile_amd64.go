@@ -94,3 +94,18 @@ func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) 
 	var scratch [560]byte
 	q5kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
 }
+
+//go:noescape
+func q2kRowAVX2(row *byte, act *q8KAct, nb int, acc *float32)
+
+// dotQ2KRow is dotQ2K, through the AVX2 row kernel when there is one.
+func dotQ2KRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / q2KBytes
+	if useSIMD && nb > 0 {
+		_ = act[nb-1]
+		var acc laneAcc
+		q2kRowAVX2(&row[0], &act[0], nb, &acc[0])
+		return acc.sum()
+	}
+	return dotQ2K(row, act)
+}

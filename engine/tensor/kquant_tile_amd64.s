@@ -912,3 +912,79 @@ lznext:
 lzdone:
 	VZEROUPPER
 	RET
+
+// Q2CH(j, v, c): chunk c = 4j+v of a Q2_K block: bits 2v of quant bytes
+// 32j.. (Y0/Y1 for j = 0/1) times the activations, by the chunk's scale
+// vector (the 4-bit scales in X8 through mask c of q6kShuf), into Y12.
+#define Q2CH(src, v, c) \
+	VPSRLW $(2*v), src, Y2; \
+	VPAND Y15, Y2, Y2; \
+	VPMADDUBSW (32*c)(DI), Y2, Y2; \
+	VPSHUFB q6kShuf<>+(16*c)(SB), X8, X3; \
+	VPMOVZXBW X3, Y3; \
+	VPMADDWD Y3, Y2, Y2; \
+	VPADDD Y2, Y12, Y12
+
+// func q2kRowAVX2(row *byte, act *q8KAct, nb int, acc *float32)
+// A whole row of nb Q2_K blocks (84 bytes: scales[16], qs[64], d, dmin)
+// against one vector, in the arithmetic of ggml_vec_dot_q2_K_q8_K (AVX2):
+// per block, lanes = fma(-(d_x*dmin_w), float(mins . bsums by pairs),
+// lanes), then lanes = fma(d_x*d_w, float(the scaled value lanes),
+// lanes). acc: the eight lanes (the caller adds them as hsum_float_8
+// does).
+TEXT ·q2kRowAVX2(SB), NOSPLIT, $0-32
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVQ acc+24(FP), R8
+	MOVL $0x03030303, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	VXORPS Y13, Y13, Y13         // the lanes
+	TESTQ CX, CX
+	JEQ q2krdone
+
+q2krloop:
+	VMOVDQU (SI), X8             // scales
+	VPSRLW $4, X8, X9
+	VPAND X14, X9, X9
+	VPMOVZXBW X9, Y9             // the 16 mins
+	VPMADDWD 256(DI), Y9, Y9     // mins * bsums, by pairs
+	VCVTDQ2PS Y9, Y9
+	MOVWLZX 82(SI), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10           // dmin_w
+	VMULSS 288(DI), X10, X10     // d_x*dmin_w
+	VBROADCASTSS X10, Y10
+	VFNMADD231PS Y10, Y9, Y13    // lanes = -(d_x*dmin_w)*float(.) + lanes
+	VPAND X14, X8, X8            // the 16 scales
+	VMOVDQU 16(SI), Y0
+	VMOVDQU 48(SI), Y1
+	VPXOR Y12, Y12, Y12
+	Q2CH(Y0, 0, 0)
+	Q2CH(Y0, 1, 1)
+	Q2CH(Y0, 2, 2)
+	Q2CH(Y0, 3, 3)
+	Q2CH(Y1, 0, 4)
+	Q2CH(Y1, 1, 5)
+	Q2CH(Y1, 2, 6)
+	Q2CH(Y1, 3, 7)
+	VCVTDQ2PS Y12, Y12
+	MOVWLZX 80(SI), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10           // d_w
+	VMULSS 288(DI), X10, X10     // d_x*d_w
+	VBROADCASTSS X10, Y10
+	VFMADD231PS Y10, Y12, Y13    // lanes = float(lanes)*d + lanes
+	ADDQ $84, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q2krloop
+
+q2krdone:
+	VMOVUPS Y13, (R8)
+	VZEROUPPER
+	RET

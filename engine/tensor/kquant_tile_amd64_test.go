@@ -284,3 +284,26 @@ func TestQuantizeQ8KAVX2(t *testing.T) {
 		}
 	})
 }
+
+// TestQ2KRowAVX2: the Q2_K row kernel gives dotQ2K's bits on random
+// blocks (extreme scales included) and activations.
+func TestQ2KRowAVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernel cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
+		row := bytesGen(nb*q2KBytes).Draw(t, "row")
+		for b := 0; b < nb; b++ {
+			for _, o := range []int{80, 82} {
+				h := f16Gen().Draw(t, "d")
+				row[b*q2KBytes+o], row[b*q2KBytes+o+1] = byte(h), byte(h>>8)
+			}
+		}
+		act := q8KActGen(t, nb)
+		got, want := dotQ2KRow(row, act), dotQ2K(row, act)
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("AVX2 %g, Go %g", got, want)
+		}
+	})
+}
