@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
@@ -50,8 +51,12 @@ func kqMatrix(t testing.TB, rng *rand.Rand, typ tensor.DType, rows, cols int, ex
 		t.Fatal(err)
 	}
 	data := make([]byte, int64(rows)*rb)
-	for i := range data {
-		data[i] = byte(rng.Uint32())
+	for i := 0; i < len(data); i += 8 {
+		v := rng.Uint64()
+		for j := i; j < min(i+8, len(data)); j++ {
+			data[j] = byte(v)
+			v >>= 8
+		}
 	}
 	bb := typ.BlockBytes()
 	for b := 0; b < len(data)/bb; b++ {
@@ -702,4 +707,50 @@ func BenchmarkMatMulKQuant(b *testing.B) {
 			w.Free()
 		}
 	}
+}
+
+// kqRandomFile rewrites the synthetic F16 or F32 file src as a Q4_K_M-like
+// file for speed measurements (BenchmarkModel27B with
+// EDGELLMD_BENCH_TYPE=Q4_K_M): every matrix whose rows are a multiple of
+// 256 values becomes random blocks (kqMatrix), Q6_K where llama-quantize's
+// Q4_K_M puts Q6_K (ffn_down, attn_v, the output head), Q4_K elsewhere; the
+// rest is copied. Its outputs mean nothing (edgellmd quantize does not
+// write K-quants), its shapes and bytes are a Q4_K_M file's.
+func kqRandomFile(t testing.TB, src string) string {
+	t.Helper()
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.KVs {
+		v := kv.Value
+		if kv.Key == "general.file_type" {
+			v = uint32(15) // LLAMA_FTYPE_MOSTLY_Q4_K_M
+		}
+		if err := w.AddKV(kv.Key, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(35, 7))
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		typ, data := ti.Type, f.TensorData(ti)
+		if len(ti.Shape) == 2 && ti.Shape[1] > 1 && ti.Shape[0]%256 == 0 && (typ == tensor.F16 || typ == tensor.F32 || typ == tensor.BF16) {
+			typ = tensor.Q4_K
+			if strings.Contains(ti.Name, "ffn_down") || strings.Contains(ti.Name, "attn_v") || ti.Name == "output.weight" {
+				typ = tensor.Q6_K
+			}
+			data = kqMatrix(t, rng, typ, int(ti.Shape[1]), int(ti.Shape[0]), false).Data
+		}
+		if err := w.AddTensor(ti.Name, typ, ti.Shape, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := src + ".q4_k_m.gguf"
+	if err := w.WriteFile(dst); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }

@@ -19,7 +19,8 @@ import (
 // device tool's carry limit): a synthetic model with the 27B model's layer
 // shapes and vocabulary (EDGELLMD_BENCH_LAYERS layers, default 2; type
 // EDGELLMD_BENCH_TYPE, default Q8_0; F16, BF16, F32 or NVFP4, with
-// EDGELLMD_BENCH_ACT=nvfp4 for W4A4), and with gpu_matmul scalar and
+// EDGELLMD_BENCH_ACT=nvfp4 for W4A4, or Q4_K_M: random K-quant blocks,
+// kqRandomFile), and with gpu_matmul scalar and
 // coopmat: prefill of 512 tokens in passes of 256 (engine.DefaultPrefillChunk)
 // in tok/s, the matrix products' TFLOPS and share on tensor cores, a decode
 // step and the GB/s of weights it reads (against the copy bandwidth), and
@@ -50,6 +51,9 @@ func BenchmarkModel27B(b *testing.B) {
 	// run with Q8_0 activations (W4A8), or NVFP4 ones (W4A4) when
 	// EDGELLMD_BENCH_ACT=nvfp4.
 	synthType, act := typ, tensor.NVFP4ActQ8
+	if typ == "Q4_K_M" { // random K-quant blocks in the F16 file's shapes (kqRandomFile)
+		synthType = "F16"
+	}
 	if typ == "NVFP4" {
 		synthType = "F16"
 		if os.Getenv("EDGELLMD_BENCH_ACT") == "nvfp4" {
@@ -67,6 +71,9 @@ func BenchmarkModel27B(b *testing.B) {
 			b.Fatal(err)
 		}
 		path = dst
+	}
+	if typ == "Q4_K_M" {
+		path = kqRandomFile(b, path)
 	}
 	b.Logf("synth %s %d layers %s: %s", size, layers, typ, time.Since(t0).Round(time.Millisecond))
 	f, err := gguf.Open(path)
