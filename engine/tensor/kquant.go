@@ -497,7 +497,7 @@ func dotK(t DType, row []byte, act []q8KAct) float32 {
 	case Q2_K:
 		return dotQ2KRow(row, act)
 	case Q3_K:
-		return dotQ3K(row, act)
+		return dotQ3KRow(row, act)
 	case Q4_K:
 		return dotQ4K(row, act)
 	case Q5_K:

@@ -50,3 +50,5 @@ func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) 
 func quantizeQ8K(dst []q8KAct, src []float32) { quantizeQ8KGo(dst, src) }
 
 func dotQ2KRow(row []byte, act []q8KAct) float32 { return dotQ2K(row, act) }
+
+func dotQ3KRow(row []byte, act []q8KAct) float32 { return dotQ3K(row, act) }

@@ -109,3 +109,18 @@ func dotQ2KRow(row []byte, act []q8KAct) float32 {
 	}
 	return dotQ2K(row, act)
 }
+
+//go:noescape
+func q3kRowAVX2(row *byte, act *q8KAct, nb int, acc *float32)
+
+// dotQ3KRow is dotQ3K, through the AVX2 row kernel when there is one.
+func dotQ3KRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / q3KBytes
+	if useSIMD && nb > 0 {
+		_ = act[nb-1]
+		var acc laneAcc
+		q3kRowAVX2(&row[0], &act[0], nb, &acc[0])
+		return acc.sum()
+	}
+	return dotQ3K(row, act)
+}

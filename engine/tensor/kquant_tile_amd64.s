@@ -988,3 +988,112 @@ q2krdone:
 	VMOVUPS Y13, (R8)
 	VZEROUPPER
 	RET
+
+// Q3CH(src, v, c): chunk c = 4j+v of a Q3_K block: the 2-bit values
+// (bits 2v of quant bytes 32j.., src) less 4 where bit c of hmask (Y4) is
+// clear, times the activations, by the chunk's scale vector (the signed
+// scales in X8 through mask c of q6kShuf), into Y12.
+#define Q3CH(src, v, c) \
+	VPSRLW $(2*v), src, Y2; \
+	VPAND Y15, Y2, Y2; \
+	VPMADDUBSW (32*c)(DI), Y2, Y2; \
+	VPSRLW $c, Y4, Y5; \
+	VPAND Y14, Y5, Y5; \
+	VPXOR Y14, Y5, Y5; \
+	VPSLLW $2, Y5, Y5; \
+	VPMADDUBSW (32*c)(DI), Y5, Y5; \
+	VPSUBW Y5, Y2, Y2; \
+	VPSHUFB q6kShuf<>+(16*c)(SB), X8, X3; \
+	VPMOVSXBW X3, Y3; \
+	VPMADDWD Y3, Y2, Y2; \
+	VPADDD Y2, Y12, Y12
+
+// func q3kRowAVX2(row *byte, act *q8KAct, nb int, acc *float32)
+// A whole row of nb Q3_K blocks (110 bytes: hmask[32], qs[64],
+// scales[12], d) against one vector, in the arithmetic of
+// ggml_vec_dot_q3_K_q8_K (AVX2): per block the eight lanes (values -4..3
+// times the activations, the 6-bit scales less 32), lanes = fma(d_x*d_w,
+// float(lanes), lanes). acc: the eight lanes.
+TEXT ·q3kRowAVX2(SB), NOSPLIT, $0-32
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ nb+16(FP), CX
+	MOVQ acc+24(FP), R8
+	MOVL $0x03030303, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x01010101, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x20202020, AX
+	VMOVD AX, X11
+	VPBROADCASTD X11, X11        // 32 in every byte
+	VXORPS Y13, Y13, Y13         // the lanes
+	TESTQ CX, CX
+	JEQ q3krdone
+
+q3krloop:
+	// the scales: ggml's kmask shuffle of the twelve bytes, less 32
+	MOVL 96(SI), R9              // aux0
+	MOVL 100(SI), R10            // aux1
+	MOVL 104(SI), R11            // tmp
+	MOVL R9, AX
+	SHRL $4, AX
+	ANDL $0x0F0F0F0F, AX
+	MOVL R11, BX
+	SHRL $4, BX
+	ANDL $0x03030303, BX
+	SHLL $4, BX
+	ORL BX, AX                   // scales 8-11
+	MOVL R10, DX
+	SHRL $4, DX
+	ANDL $0x0F0F0F0F, DX
+	MOVL R11, BX
+	SHRL $6, BX
+	ANDL $0x03030303, BX
+	SHLL $4, BX
+	ORL BX, DX                   // scales 12-15
+	ANDL $0x0F0F0F0F, R9
+	MOVL R11, BX
+	ANDL $0x03030303, BX
+	SHLL $4, BX
+	ORL BX, R9                   // scales 0-3
+	ANDL $0x0F0F0F0F, R10
+	MOVL R11, BX
+	SHRL $2, BX
+	ANDL $0x03030303, BX
+	SHLL $4, BX
+	ORL BX, R10                  // scales 4-7
+	VMOVD R9, X8
+	VPINSRD $1, R10, X8, X8
+	VPINSRD $2, AX, X8, X8
+	VPINSRD $3, DX, X8, X8
+	VPSUBB X11, X8, X8           // the 16 scales, -32..31
+	VMOVDQU (SI), Y4             // hmask
+	VMOVDQU 32(SI), Y0
+	VMOVDQU 64(SI), Y1
+	VPXOR Y12, Y12, Y12
+	Q3CH(Y0, 0, 0)
+	Q3CH(Y0, 1, 1)
+	Q3CH(Y0, 2, 2)
+	Q3CH(Y0, 3, 3)
+	Q3CH(Y1, 0, 4)
+	Q3CH(Y1, 1, 5)
+	Q3CH(Y1, 2, 6)
+	Q3CH(Y1, 3, 7)
+	VCVTDQ2PS Y12, Y12
+	MOVWLZX 108(SI), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10           // d_w
+	VMULSS 288(DI), X10, X10     // d_x*d_w
+	VBROADCASTSS X10, Y10
+	VFMADD231PS Y10, Y12, Y13    // lanes = float(lanes)*d + lanes
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q3krloop
+
+q3krdone:
+	VMOVUPS Y13, (R8)
+	VZEROUPPER
+	RET

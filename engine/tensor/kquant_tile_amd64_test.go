@@ -307,3 +307,24 @@ func TestQ2KRowAVX2(t *testing.T) {
 		}
 	})
 }
+
+// TestQ3KRowAVX2: the Q3_K row kernel gives dotQ3K's bits on random
+// blocks (extreme scales included) and activations.
+func TestQ3KRowAVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernel cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
+		row := bytesGen(nb*q3KBytes).Draw(t, "row")
+		for b := 0; b < nb; b++ {
+			h := f16Gen().Draw(t, "d")
+			row[b*q3KBytes+108], row[b*q3KBytes+109] = byte(h), byte(h>>8)
+		}
+		act := q8KActGen(t, nb)
+		got, want := dotQ3KRow(row, act), dotQ3K(row, act)
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("AVX2 %g, Go %g", got, want)
+		}
+	})
+}
