@@ -52,3 +52,9 @@ func quantizeQ8K(dst []q8KAct, src []float32) { quantizeQ8KGo(dst, src) }
 func dotQ2KRow(row []byte, act []q8KAct) float32 { return dotQ2K(row, act) }
 
 func dotQ3KRow(row []byte, act []q8KAct) float32 { return dotQ3K(row, act) }
+
+func dotLegacyQ8Row(t DType, row []byte, act []q8Act) float32 { return dotLegacyQ8(t, row, act) }
+
+func dotLegacyQ8_1Row(t DType, row []byte, act []q8Act, s []float32) float32 {
+	return dotLegacyQ8_1(t, row, act, s)
+}

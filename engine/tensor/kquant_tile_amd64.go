@@ -124,3 +124,49 @@ func dotQ3KRow(row []byte, act []q8KAct) float32 {
 	}
 	return dotQ3K(row, act)
 }
+
+//go:noescape
+func legacyRowQ4_0AVX2(row *byte, act *q8Act, s *float32, nb int, out *float32)
+
+//go:noescape
+func legacyRowQ5_0AVX2(row *byte, act *q8Act, s *float32, nb int, out *float32)
+
+//go:noescape
+func legacyRowQ4_1AVX2(row *byte, act *q8Act, s *float32, nb int, out *float32)
+
+//go:noescape
+func legacyRowQ5_1AVX2(row *byte, act *q8Act, s *float32, nb int, out *float32)
+
+// dotLegacyQ8Row is dotLegacyQ8 (Q4_0, Q5_0), through the AVX2 row
+// kernels when there are some.
+func dotLegacyQ8Row(t DType, row []byte, act []q8Act) float32 {
+	nb := len(row) / t.BlockBytes()
+	if !useSIMD || nb == 0 {
+		return dotLegacyQ8(t, row, act)
+	}
+	_ = act[nb-1]
+	var out [9]float32
+	if t == Q4_0 {
+		legacyRowQ4_0AVX2(&row[0], &act[0], nil, nb, &out[0])
+	} else {
+		legacyRowQ5_0AVX2(&row[0], &act[0], nil, nb, &out[0])
+	}
+	return (*laneAcc)(out[:8]).sum()
+}
+
+// dotLegacyQ8_1Row is dotLegacyQ8_1 (Q4_1, Q5_1), through the AVX2 row
+// kernels when there are some.
+func dotLegacyQ8_1Row(t DType, row []byte, act []q8Act, s []float32) float32 {
+	nb := len(row) / t.BlockBytes()
+	if !useSIMD || nb == 0 {
+		return dotLegacyQ8_1(t, row, act, s)
+	}
+	_, _ = act[nb-1], s[nb-1]
+	var out [9]float32
+	if t == Q4_1 {
+		legacyRowQ4_1AVX2(&row[0], &act[0], &s[0], nb, &out[0])
+	} else {
+		legacyRowQ5_1AVX2(&row[0], &act[0], &s[0], nb, &out[0])
+	}
+	return (*laneAcc)(out[:8]).sum() + out[8]
+}

@@ -1097,3 +1097,245 @@ q3krdone:
 	VMOVUPS Y13, (R8)
 	VZEROUPPER
 	RET
+
+// bytes_from_bits_32: byte j of a broadcast qh picked (byte j/8) and the
+// mask of its bit j%8.
+DATA q5Pick<>+0(SB)/8, $0x0000000000000000
+DATA q5Pick<>+8(SB)/8, $0x0101010101010101
+DATA q5Pick<>+16(SB)/8, $0x0202020202020202
+DATA q5Pick<>+24(SB)/8, $0x0303030303030303
+GLOBL q5Pick<>(SB), RODATA|NOPTR, $32
+DATA q5Bit<>+0(SB)/8, $0x8040201008040201
+DATA q5Bit<>+8(SB)/8, $0x8040201008040201
+DATA q5Bit<>+16(SB)/8, $0x8040201008040201
+DATA q5Bit<>+24(SB)/8, $0x8040201008040201
+GLOBL q5Bit<>(SB), RODATA|NOPTR, $32
+
+// The vec_dot legacy types against Q8_0 (Q8_1) activations, a whole row
+// per call, in the arithmetic of ggml_vec_dot_q4_0_q8_0, q5_0_q8_0,
+// q4_1_q8_1 and q5_1_q8_1 (AVX2): per block the eight lanes (four values
+// each), lanes = fma(d_w*d_x, float(lanes), lanes); Q4_1 and Q5_1 also
+// summs = fma(m_w, s_x, summs). out: the lanes, then summs (the caller
+// adds hsum_float_8(lanes) + summs). s: the Q8_1 blocks' s (Q4_1, Q5_1).
+
+// func legacyRowQ4_0AVX2(row *byte, act *q8Act, s *float32, nb int, out *float32)
+TEXT ·legacyRowQ4_0AVX2(SB), NOSPLIT, $0-40
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ s+16(FP), R9
+	MOVQ nb+24(FP), CX
+	MOVQ out+32(FP), R8
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x8080808, AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8
+	VXORPS Y14, Y14, Y14
+	VXORPS X9, X9, X9
+	TESTQ CX, CX
+	JEQ legacyRowQ4_0AVX2_done
+
+legacyRowQ4_0AVX2_loop:
+	VMOVDQU 2(SI), X2
+	VPSRLW $4, X2, X3
+	VPAND X15, X2, X2
+	VPAND X15, X3, X3
+	VINSERTI128 $1, X3, Y2, Y2   // the nibbles of values 0-31
+	VPSUBB Y8, Y2, Y2            // signed values
+	VMOVDQU (DI), Y4
+	VPSIGNB Y2, Y4, Y4
+	VPABSB Y2, Y2
+	VPMADDUBSW Y4, Y2, Y2
+	VPMADDWD Y13, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	MOVWLZX 0(SI), AX
+	VMOVD AX, X5
+	VCVTPH2PS X5, X5
+	VMULSS 32(DI), X5, X5        // d_w*d_x
+	VBROADCASTSS X5, Y5
+	VFMADD231PS Y5, Y2, Y14      // lanes = float(lanes)*d + lanes
+	ADDQ $18, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ legacyRowQ4_0AVX2_loop
+
+legacyRowQ4_0AVX2_done:
+	VMOVUPS Y14, (R8)
+	VMOVSS X9, 32(R8)
+	VZEROUPPER
+	RET
+
+// func legacyRowQ5_0AVX2(row *byte, act *q8Act, s *float32, nb int, out *float32)
+TEXT ·legacyRowQ5_0AVX2(SB), NOSPLIT, $0-40
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ s+16(FP), R9
+	MOVQ nb+24(FP), CX
+	MOVQ out+32(FP), R8
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	VMOVDQU q5Pick<>(SB), Y12
+	VMOVDQU q5Bit<>(SB), Y11
+	MOVL $0x10101010, AX
+	VMOVD AX, X10
+	VPBROADCASTD X10, Y10
+	MOVL $0x10101010, AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8
+	VXORPS Y14, Y14, Y14
+	VXORPS X9, X9, X9
+	TESTQ CX, CX
+	JEQ legacyRowQ5_0AVX2_done
+
+legacyRowQ5_0AVX2_loop:
+	VMOVDQU 6(SI), X2
+	VPSRLW $4, X2, X3
+	VPAND X15, X2, X2
+	VPAND X15, X3, X3
+	VINSERTI128 $1, X3, Y2, Y2   // the nibbles of values 0-31
+	VPBROADCASTD 2(SI), Y3
+	VPSHUFB Y12, Y3, Y3
+	VPAND Y11, Y3, Y3
+	VPCMPEQB Y11, Y3, Y3
+	VPAND Y10, Y3, Y3
+	VPOR Y3, Y2, Y2              // the fifth bits
+	VPSUBB Y8, Y2, Y2            // signed values
+	VMOVDQU (DI), Y4
+	VPSIGNB Y2, Y4, Y4
+	VPABSB Y2, Y2
+	VPMADDUBSW Y4, Y2, Y2
+	VPMADDWD Y13, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	MOVWLZX 0(SI), AX
+	VMOVD AX, X5
+	VCVTPH2PS X5, X5
+	VMULSS 32(DI), X5, X5        // d_w*d_x
+	VBROADCASTSS X5, Y5
+	VFMADD231PS Y5, Y2, Y14      // lanes = float(lanes)*d + lanes
+	ADDQ $22, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ legacyRowQ5_0AVX2_loop
+
+legacyRowQ5_0AVX2_done:
+	VMOVUPS Y14, (R8)
+	VMOVSS X9, 32(R8)
+	VZEROUPPER
+	RET
+
+// func legacyRowQ4_1AVX2(row *byte, act *q8Act, s *float32, nb int, out *float32)
+TEXT ·legacyRowQ4_1AVX2(SB), NOSPLIT, $0-40
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ s+16(FP), R9
+	MOVQ nb+24(FP), CX
+	MOVQ out+32(FP), R8
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	VXORPS Y14, Y14, Y14
+	VXORPS X9, X9, X9
+	TESTQ CX, CX
+	JEQ legacyRowQ4_1AVX2_done
+
+legacyRowQ4_1AVX2_loop:
+	VMOVDQU 4(SI), X2
+	VPSRLW $4, X2, X3
+	VPAND X15, X2, X2
+	VPAND X15, X3, X3
+	VINSERTI128 $1, X3, Y2, Y2   // the nibbles of values 0-31
+	VPMADDUBSW (DI), Y2, Y2
+	VPMADDWD Y13, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	MOVWLZX 0(SI), AX
+	VMOVD AX, X5
+	VCVTPH2PS X5, X5
+	VMULSS 32(DI), X5, X5        // d_w*d_x
+	VBROADCASTSS X5, Y5
+	VFMADD231PS Y5, Y2, Y14      // lanes = float(lanes)*d + lanes
+	MOVWLZX 2(SI), AX
+	VMOVD AX, X5
+	VCVTPH2PS X5, X5             // m_w
+	VFMADD231SS (R9), X5, X9     // summs = m_w*s_x + summs
+	ADDQ $4, R9
+	ADDQ $20, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ legacyRowQ4_1AVX2_loop
+
+legacyRowQ4_1AVX2_done:
+	VMOVUPS Y14, (R8)
+	VMOVSS X9, 32(R8)
+	VZEROUPPER
+	RET
+
+// func legacyRowQ5_1AVX2(row *byte, act *q8Act, s *float32, nb int, out *float32)
+TEXT ·legacyRowQ5_1AVX2(SB), NOSPLIT, $0-40
+	MOVQ row+0(FP), SI
+	MOVQ act+8(FP), DI
+	MOVQ s+16(FP), R9
+	MOVQ nb+24(FP), CX
+	MOVQ out+32(FP), R8
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	VMOVDQU q5Pick<>(SB), Y12
+	VMOVDQU q5Bit<>(SB), Y11
+	MOVL $0x10101010, AX
+	VMOVD AX, X10
+	VPBROADCASTD X10, Y10
+	VXORPS Y14, Y14, Y14
+	VXORPS X9, X9, X9
+	TESTQ CX, CX
+	JEQ legacyRowQ5_1AVX2_done
+
+legacyRowQ5_1AVX2_loop:
+	VMOVDQU 8(SI), X2
+	VPSRLW $4, X2, X3
+	VPAND X15, X2, X2
+	VPAND X15, X3, X3
+	VINSERTI128 $1, X3, Y2, Y2   // the nibbles of values 0-31
+	VPBROADCASTD 4(SI), Y3
+	VPSHUFB Y12, Y3, Y3
+	VPAND Y11, Y3, Y3
+	VPCMPEQB Y11, Y3, Y3
+	VPAND Y10, Y3, Y3
+	VPOR Y3, Y2, Y2              // the fifth bits
+	VPMADDUBSW (DI), Y2, Y2
+	VPMADDWD Y13, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	MOVWLZX 0(SI), AX
+	VMOVD AX, X5
+	VCVTPH2PS X5, X5
+	VMULSS 32(DI), X5, X5        // d_w*d_x
+	VBROADCASTSS X5, Y5
+	VFMADD231PS Y5, Y2, Y14      // lanes = float(lanes)*d + lanes
+	MOVWLZX 2(SI), AX
+	VMOVD AX, X5
+	VCVTPH2PS X5, X5             // m_w
+	VFMADD231SS (R9), X5, X9     // summs = m_w*s_x + summs
+	ADDQ $4, R9
+	ADDQ $24, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ legacyRowQ5_1AVX2_loop
+
+legacyRowQ5_1AVX2_done:
+	VMOVUPS Y14, (R8)
+	VMOVSS X9, 32(R8)
+	VZEROUPPER
+	RET

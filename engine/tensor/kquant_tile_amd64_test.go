@@ -328,3 +328,40 @@ func TestQ3KRowAVX2(t *testing.T) {
 		}
 	})
 }
+
+// TestLegacyRowAVX2: the vec_dot row kernels of Q4_0, Q5_0, Q4_1 and Q5_1
+// give dotLegacyQ8's and dotLegacyQ8_1's bits on random blocks (extreme
+// scales and minimums included) and activations.
+func TestLegacyRowAVX2(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		typ := rapid.SampledFrom([]DType{Q4_0, Q5_0, Q4_1, Q5_1}).Draw(t, "type")
+		bb := typ.BlockBytes()
+		nb := rapid.IntRange(1, 9).Draw(t, "blocks")
+		row := bytesGen(nb*bb).Draw(t, "row")
+		act := make([]q8Act, nb)
+		s := make([]float32, nb)
+		for b := 0; b < nb; b++ {
+			h := f16Gen().Draw(t, "d")
+			row[b*bb], row[b*bb+1] = byte(h), byte(h>>8)
+			if typ == Q4_1 || typ == Q5_1 {
+				h := f16Gen().Draw(t, "m")
+				row[b*bb+2], row[b*bb+3] = byte(h), byte(h>>8)
+			}
+			copy(act[b].q[:], rapid.SliceOfN(rapid.OneOf(rapid.Int8Range(-127, 127), rapid.SampledFrom([]int8{-127, 127, 0})), 32, 32).Draw(t, "x"))
+			act[b].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
+			s[b] = float32(rapid.Float64Range(-1000, 1000).Draw(t, "s"))
+		}
+		var got, want float32
+		if typ == Q4_1 || typ == Q5_1 {
+			got, want = dotLegacyQ8_1Row(typ, row, act, s), dotLegacyQ8_1(typ, row, act, s)
+		} else {
+			got, want = dotLegacyQ8Row(typ, row, act), dotLegacyQ8(typ, row, act)
+		}
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("%s: AVX2 %g, Go %g", typ, got, want)
+		}
+	})
+}

@@ -347,11 +347,11 @@ func (j *mmJob) rows(worker, lo, hi int) {
 					} else if m.Type == IQ4_NL {
 						out[r] = dotIQ4NL(w, j.actQ[v*nb:(v+1)*nb])
 					} else {
-						out[r] = dotLegacyQ8(m.Type, w, j.actQ[v*nb:(v+1)*nb])
+						out[r] = dotLegacyQ8Row(m.Type, w, j.actQ[v*nb:(v+1)*nb])
 					}
 				case actQ8_1:
 					nb := cols / q8Block
-					out[r] = dotLegacyQ8_1(m.Type, w, j.actQ[v*nb:(v+1)*nb], j.actS[v*nb:(v+1)*nb])
+					out[r] = dotLegacyQ8_1Row(m.Type, w, j.actQ[v*nb:(v+1)*nb], j.actS[v*nb:(v+1)*nb])
 				}
 			}
 		}
