@@ -186,10 +186,10 @@ if [ "$haveBin" = no ]; then
 	if (cd engine/gpu && timeout 200 $RUNNER ../../bin/gpu.test -test.run '^$' -test.bench MatMulPaths -test.benchtime 5x >"$WORK/paths.txt" 2>&1); then
 		grep -E 'Benchmark' "$WORK/paths.txt"
 		pathsSummary <"$WORK/paths.txt"
-		l=$(grep 'BenchmarkModel27B/coopmat' "$WORK/model27b.txt" | tail -1)
-		s=$(grep 'BenchmarkModel27B/scalar' "$WORK/model27b.txt" | tail -1)
-		echo "summary verify16/decode: scalar $(echo "$s" | sed -n 's|.* \([0-9.e+-]*\) verify16/decode.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.* \([0-9.e+-]*\) verify16/decode.*|\1|p');" \
-			"decode ms/step: scalar $(echo "$s" | sed -n 's|.* \([0-9.e+-]*\) decode_ms/step.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.* \([0-9.e+-]*\) decode_ms/step.*|\1|p')"
+		l=$(grep 'BenchmarkModel27B/coopmat-' "$WORK/model27b.txt" | tail -1)
+		s=$(grep 'BenchmarkModel27B/scalar-' "$WORK/model27b.txt" | tail -1)
+		echo "summary verify16/decode: scalar $(echo "$s" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p');" \
+			"decode ms/step: scalar $(echo "$s" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) decode_ms/step.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) decode_ms/step.*|\1|p')"
 	else
 		cat "$WORK/paths.txt"
 		fail "BenchmarkMatMulPaths"

@@ -113,6 +113,11 @@ type Device struct {
 	// cooperative-matrix shaders with, below coopMin (mmSkinnyMinVectors;
 	// tests raise it to run the scalar shaders or lower coopMin).
 	skinnyMin int
+	// attCoopOn puts attention over F16 and E4M3 caches on cooperative
+	// matrices on the cooperative-matrix path (attention_cm.comp). Off
+	// until the model tests' tolerances take its F16 roundings of the
+	// query and the weights (tests and BenchmarkModel27B turn it on).
+	attCoopOn bool
 }
 
 // ParseSelector checks a device selector as config and flags take it:

@@ -21,7 +21,7 @@ import (
 // EDGELLMD_BENCH_TYPE, default Q8_0; F16, BF16, F32 or NVFP4, with
 // EDGELLMD_BENCH_ACT=nvfp4 for W4A4, or Q4_K_M: random K-quant blocks,
 // kqRandomFile), and with gpu_matmul scalar and
-// coopmat: prefill of 512 tokens in passes of 256 (engine.DefaultPrefillChunk)
+// coopmat (and coopmat_fa: attention on cooperative matrices too): prefill of 512 tokens in passes of 256 (engine.DefaultPrefillChunk)
 // in tok/s, the matrix products' TFLOPS and share on tensor cores, a decode
 // step and the GB/s of weights it reads (against the copy bandwidth), and
 // a 16-token verify pass (all 16 logits) against a decode step.
@@ -101,13 +101,23 @@ func BenchmarkModel27B(b *testing.B) {
 		prompt[i] = int32(1 + (i*7919)%(V-1))
 	}
 	logits := make([]float32, 16*V)
-	defer d.SetMatMul(MatMulAuto)
-	for _, mm := range []string{MatMulScalar, MatMulCoopMat} {
+	defer func() {
+		d.attCoopOn = false
+		d.SetMatMul(MatMulAuto)
+	}()
+	// coopmat_fa: coopmat with attention on cooperative matrices too
+	// (attention_cm.comp, off by default: Device.attCoopOn).
+	for _, run := range []string{MatMulScalar, MatMulCoopMat, "coopmat_fa"} {
+		mm := run
+		if run == "coopmat_fa" {
+			mm = MatMulCoopMat
+		}
 		if err := d.SetMatMul(mm); err != nil {
 			b.Logf("%s: %v", mm, err)
 			continue
 		}
-		b.Run(mm, func(b *testing.B) {
+		d.attCoopOn = run == "coopmat_fa"
+		b.Run(run, func(b *testing.B) {
 			var prefill, decode, verify time.Duration
 			var prefillMACs, prefillCoop, verifyMACs, verifyCoop int64
 			for i := 0; i < b.N; i++ {

@@ -143,7 +143,7 @@ func (r *Recorder) Attention(out, q Range, k, v Range, kvType tensor.DType, p At
 // dispatch and, when the slots are split, the combine that follows it.
 type attnJob struct {
 	name         string
-	spec         [1]uint32
+	spec         [7]uint32
 	nspec        int
 	grid         [3]uint32
 	push         [22]uint32
@@ -193,6 +193,10 @@ func (r *Recorder) planAttention(j *attnJob, out, q Range, k, v Range, kvType te
 		chain, anc = 0, p.Anc
 	}
 	*j = attnJob{}
+	r.dev.countMACs(attMACs(p), r.dev.attCoop(kvType, p))
+	if r.dev.attCoop(kvType, p) {
+		return r.planAttentionCoop(j, out, q, k, v, anc, chain, kvType, p, scratch)
+	}
 	if kvType == tensor.F16 && p.Tokens < attGGMLTokens && hd <= 256 && r.dev.info.Float64 {
 		// llama.cpp's one-row flash attention, roundings and all
 		j.name, j.grid = "attention_f16", Groups(p.Tokens*p.Heads)
@@ -217,7 +221,7 @@ func (r *Recorder) planAttention(j *attnJob, out, q Range, k, v Range, kvType te
 	if kvType == tensor.E4M3 {
 		sk, vs = p.KScale*p.Scale, p.VScale
 	}
-	j.name, j.spec, j.nspec, j.grid = "attention", [1]uint32{code}, 1, Groups(pl.groups)
+	j.name, j.spec, j.nspec, j.grid = "attention", [7]uint32{code}, 1, Groups(pl.groups)
 	j.npush = copy(j.push[:], []uint32{
 		uint32(p.Tokens), uint32(p.Heads), uint32(p.KVHeads), uint32(hd),
 		uint32(p.Base), chain, ewWord(q), ewWord(out),

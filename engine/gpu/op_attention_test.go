@@ -148,6 +148,14 @@ func attCPUF16(q []float32, k16, v16 []uint16, slots []int, dim, kvOff int, scal
 // decoded, scales applied) for one query row, with the tolerance a
 // float32 computation of it may need per output (attTolerance).
 func attExact(q []float32, k, v []float64, slots []int, dim, kvOff int, scale float32, accum int) (o, tol []float64) {
+	return attExactRounded(q, k, v, slots, dim, kvOff, scale, accum, 0, 0)
+}
+
+// attExactRounded is attExact for an arithmetic that also rounds each
+// query value with a relative error of at most qRel (a score then moves by
+// qRel·scale·Σ|q k|) and each weight p_j with one of at most pRel (the
+// tensor cores' F16 operands: attention_cm.comp).
+func attExactRounded(q []float32, k, v []float64, slots []int, dim, kvOff int, scale float32, accum int, qRel, pRel float64) (o, tol []float64) {
 	hd := len(q)
 	s := make([]float64, len(slots))
 	es := make([]float64, len(slots)) // the error bound of each float32 score
@@ -160,7 +168,7 @@ func attExact(q []float32, k, v []float64, slots []int, dim, kvOff int, scale fl
 			abs += math.Abs(x)
 		}
 		s[j] = dot * float64(scale)
-		es[j] = float64(hd+2) * ewU * abs * float64(scale)
+		es[j] = (float64(hd+2)*ewU + qRel) * abs * float64(scale)
 		mx, mn = max(mx, s[j]), min(mn, s[j])
 	}
 	var L float64
@@ -193,7 +201,7 @@ func attExact(q []float32, k, v []float64, slots []int, dim, kvOff int, scale fl
 		var t, sumAbs float64
 		for j, slot := range slots {
 			x := s[j] - mx
-			dj := es[j] + 2*ewU*(3+2*math.Abs(x)) + shared
+			dj := es[j] + 2*ewU*(3+2*math.Abs(x)) + shared + pRel
 			vd := v[slot*dim+kvOff+d]
 			t += p[j] * dj * math.Abs(vd-o[d])
 			sumAbs += p[j] * math.Abs(vd)
@@ -234,6 +242,51 @@ func TestAttnAttention(t *testing.T) {
 		for _, c := range attCases {
 			t.Run(fmt.Sprintf("%s/%s", kv, c), func(t *testing.T) { attRun(t, kv, c, 1) })
 		}
+	}
+}
+
+// TestAttnCoopMat runs attention_cm (flash attention on cooperative
+// matrices) on every case, chains and trees, F16 and E4M3 caches, with the
+// driver's tiles and NVIDIA's 16×16×16 (NV2 flexible dimensions on
+// lavapipe), against the exact attention within the tolerance its F16
+// roundings add, and the E4M3 cases against the CPU's attendFP8 too.
+func TestAttnCoopMat(t *testing.T) {
+	for _, tiles := range []struct {
+		name    string
+		f16, i8 tile
+		cases   []attCase
+	}{
+		// lavapipe compiles a pipeline per head dimension and cache type
+		// in 10-30 s: a decode step, a chain past a workgroup's rows, a
+		// split 256-dimension chain (the 27B model's heads), two trees
+		{"driver's tiles", tile{}, tile{}, []attCase{attCases[0], attCases[2], attCases[3], attCases[7], attCases[9]}},
+		{"16x16x16 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 32}, []attCase{attCases[2]}},
+	} {
+		t.Run(tiles.name, func(t *testing.T) {
+			d := coopDevice(t, tiles.f16, tiles.i8)
+			d.attCoopOn = true
+			defer func() { d.attCoopOn = false }()
+			for _, kv := range []tensor.DType{tensor.F16, tensor.E4M3} {
+				ran := 0
+				for _, c := range tiles.cases {
+					if kv == tensor.E4M3 && c.hd != 64 && c.hd != 256 {
+						continue // E4M3's conversion: two head dimensions are enough
+					}
+					if !d.attCoop(kv, AttnParams{Tokens: c.tokens, Heads: c.heads, KVHeads: c.kvHeads, HeadDim: c.hd, Chain: c.parents == nil}) {
+						// a head dimension the tiles do not divide, or
+						// one whose blocks the shared memory cannot hold
+						// (hd 256 with 16-row tiles needs 48 KiB; lavapipe has 32)
+						t.Logf("%s %s: not on cooperative matrices", kv, c)
+						continue
+					}
+					ran++
+					t.Run(fmt.Sprintf("%s/%s", kv, c), func(t *testing.T) { attRun(t, kv, c, 1) })
+				}
+				if ran == 0 && kv == tensor.F16 {
+					t.Errorf("%s: no case ran on cooperative matrices", kv)
+				}
+			}
+		})
 	}
 }
 
@@ -302,7 +355,19 @@ func attRun(t *testing.T, kv tensor.DType, c attCase, seed uint64) {
 	got := ewDownloadF32(t, d, gout)
 
 	group := c.heads / c.kvHeads
-	if kv == tensor.F16 && c.tokens < attGGMLTokens && hd <= 256 && d.Info().Float64 {
+	// On cooperative matrices the query values and the weights are
+	// rounded to F16 (a relative error of at most 2^-11 each, 2^-10 with
+	// whatever rounding the driver's conversion does; the weights'
+	// normalization by the sum of the rounded weights doubles it), and the
+	// sums run over blocks of attCoopBlock slots.
+	coop := d.attCoop(kv, p)
+	qRel, pRel, blk := 0.0, 0.0, pl.Bk/16
+	if coop {
+		bc, _ := d.attCoopBlock(hd)
+		qRel, pRel, blk = 0x1p-10, 0x1p-9, bc
+		t.Logf("on cooperative matrices (tiles %s), blocks of %d slots", d.CoopMatTiles(), bc)
+	}
+	if !coop && kv == tensor.F16 && c.tokens < attGGMLTokens && hd <= 256 && d.Info().Float64 {
 		attCheckF16(t, c, q, kb, vb, got, off, idx, dim, group, scale)
 		return
 	}
@@ -314,8 +379,8 @@ func attRun(t *testing.T, kv tensor.DType, c attCase, seed uint64) {
 			row := (i*c.heads + h) * hd
 			kvOff := (h / group) * hd
 			qr := q[row : row+hd]
-			accum := len(vis) + pl.Bk/16 + 2*pl.S + 8
-			o, tol := attExact(qr, kx, vx, vis, dim, kvOff, scale, accum)
+			accum := len(vis) + blk + 2*pl.S + 8
+			o, tol := attExactRounded(qr, kx, vx, vis, dim, kvOff, scale, accum, qRel, pRel)
 			var cpu, tolCPU []float64
 			var cpuOut []float32
 			if kv == tensor.E4M3 {
@@ -358,7 +423,7 @@ func attRun(t *testing.T, kv tensor.DType, c attCase, seed uint64) {
 	if bad > 0 {
 		t.Errorf("%d outputs out of tolerance", bad)
 	}
-	t.Logf("largest |Δ| from the exact attention: %.3f of the tolerance; from the CPU's attendFP8: %.3f", worst, worstCPU)
+	t.Logf("largest |Δ| from the exact attention: %.3f of the tolerance; from the CPU's attendFP8: %.3f (cooperative matrices: %v)", worst, worstCPU, coop)
 }
 
 func TestAttnScratchBytes(t *testing.T) {
