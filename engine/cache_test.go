@@ -35,12 +35,26 @@ func loadWithCache(t *testing.T, path string, cacheBytes int64) *Engine {
 	return e
 }
 
+// greedyRun generates n tokens of prompt greedily; it checks that
+// Request.OnPrefix is called once, before the first token, with the
+// cached prompt tokens that the result reports.
 func greedyRun(t *testing.T, e *Engine, prompt []int32, publish []int, n int) Result {
 	t.Helper()
+	prefixCalls, prefix, tokens := 0, -1, 0
 	res, err := e.Generate(context.Background(), Request{Prompt: prompt, MaxTokens: n, IgnoreEOS: true,
-		Sample: sample.Params{Temperature: 0}, PublishAt: publish}, func(Token) error { return nil })
+		Sample: sample.Params{Temperature: 0}, PublishAt: publish,
+		OnPrefix: func(cached int) {
+			prefixCalls++
+			prefix = cached
+			if tokens > 0 {
+				t.Errorf("OnPrefix after %d tokens", tokens)
+			}
+		}}, func(Token) error { tokens++; return nil })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prefixCalls != 1 || prefix != res.CachedTokens {
+		t.Errorf("OnPrefix called %d times with %d cached tokens; the result says %d", prefixCalls, prefix, res.CachedTokens)
 	}
 	return res
 }

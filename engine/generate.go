@@ -35,6 +35,14 @@ type Request struct {
 	// TopLogprobs (0-20) most likely alternatives.
 	Logprobs    bool
 	TopLogprobs int
+	// OnPrefix, when set, is called once, on the engine worker's
+	// goroutine, as soon as the prompt's cached prefix is restored: before
+	// the prefill and before the first token, with the prompt tokens
+	// restored from the prefix cache (what Result.CachedTokens will say).
+	// It is a callback, not a field of the first Token, because an answer
+	// may have no token to carry it (the model ends its turn at once) and
+	// an API's usage may be due before the prefill's seconds have passed.
+	OnPrefix func(cached int)
 }
 
 // MaxTopLogprobs bounds Request.TopLogprobs (OpenAI's limit).
@@ -138,6 +146,9 @@ func (q *seq) generate(ctx context.Context, req Request, emit func(Token) error)
 
 	t0 := time.Now()
 	res.CachedTokens = q.restore(st, req.Prompt)
+	if req.OnPrefix != nil {
+		req.OnPrefix(res.CachedTokens)
+	}
 	var hidden []float32
 	if dec != nil && e.model.MTP() != nil {
 		q.hidden = growF32(q.hidden, e.model.Hyper().Embd)

@@ -442,8 +442,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// streamAnthropic streams the answer as Anthropic's events: message_start,
-// ping, for each block content_block_start, its deltas and
+// streamAnthropic streams the answer as Anthropic's events: message_start
+// (its usage split as the final one, by the prompt tokens the engine
+// restored from the prefix cache before the first delta), ping, for each
+// block content_block_start, its deltas and
 // content_block_stop, then message_delta (stop reason and usage) and
 // message_stop.
 func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, id, model string, plan *genPlan) {
@@ -472,10 +474,15 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, id, mod
 		kind = k
 		return append(out, ev("content_block_start", map[string]any{"index": block, "content_block": start}))
 	}
+	cached := 0 // the prompt tokens restored from the prefix cache
 	s.stream(w, r, plan, streamFormat{
 		noDone: true,
+		cached: func(n int) { cached = n },
 		first: func() any {
-			u := anthropicUsage{InputTokens: len(plan.Prompt)}
+			// The same split as message_delta's and the whole answer's:
+			// the engine has restored the prompt's prefix before the
+			// first delta.
+			u := anthropicUsageOf(turn.Usage{PromptTokens: len(plan.Prompt), CachedTokens: cached})
 			return []any{
 				ev("message_start", map[string]any{"message": anthropicMessageResponse{ID: id, Type: "message", Role: "assistant",
 					Model: model, Content: []map[string]any{}, Usage: u}}),

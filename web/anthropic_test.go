@@ -243,17 +243,21 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	if u.CacheReadInputTokens == 0 {
 		t.Errorf("the second turn read nothing from the prefix cache: %s", u.RawJSON())
 	}
-	// Streamed, message_start charges the whole prompt as input (what the
-	// prefix cache serves is known only once prefill is done), and
-	// message_delta says how it was split; accumulated as the SDK does,
-	// the usage is the whole answer's.
+	// Streamed, message_start splits the prompt as message_delta's final
+	// usage does (the engine says what it restored from the prefix cache
+	// before the first token); accumulated as the SDK does, the usage is
+	// the whole answer's.
 	stream := c.Messages.NewStreaming(context.Background(), p, sampling...)
 	var acc anthropic.Message
 	var start anthropic.Usage
+	var final anthropic.MessageDeltaUsage
 	for stream.Next() {
 		ev := stream.Current()
-		if ev.Type == "message_start" {
+		switch ev.Type {
+		case "message_start":
 			start = ev.Message.Usage
+		case "message_delta":
+			final = ev.Usage
 		}
 		if err := acc.Accumulate(ev); err != nil {
 			t.Fatal(err)
@@ -262,8 +266,9 @@ func TestAnthropicToolRoundTrip(t *testing.T) {
 	if err := stream.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if start.InputTokens+start.CacheReadInputTokens+start.CacheCreationInputTokens != count.InputTokens {
-		t.Errorf("message_start charges %s, count_tokens %d", start.RawJSON(), count.InputTokens)
+	if start.InputTokens != final.InputTokens || start.CacheReadInputTokens != final.CacheReadInputTokens ||
+		start.CacheCreationInputTokens != final.CacheCreationInputTokens || start.CacheReadInputTokens == 0 {
+		t.Errorf("message_start's usage %s, message_delta's %s: want the same split, with the cache read", start.RawJSON(), final.RawJSON())
 	}
 	su := acc.Usage
 	if charged := su.InputTokens + su.CacheReadInputTokens + su.CacheCreationInputTokens; charged != count.InputTokens || su.CacheReadInputTokens == 0 {

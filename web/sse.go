@@ -20,10 +20,12 @@ type deltaQueue struct {
 	ready  chan struct{} // signalled when items or closed change
 }
 
-// queued is a delta, or the end of a choice (with n > 1) and its outcome.
+// queued is a delta, the end of a choice (with n > 1) and its outcome,
+// or the cached prompt tokens (turn.Plan.OnPrefix).
 type queued struct {
-	d   chat.Delta
-	end *turn.Result
+	d      chat.Delta
+	end    *turn.Result
+	cached *int
 }
 
 func newDeltaQueue() *deltaQueue { return &deltaQueue{ready: make(chan struct{}, 1)} }
@@ -44,6 +46,14 @@ func (q *deltaQueue) push(ds []chat.Delta) {
 func (q *deltaQueue) pushEnd(out turn.Result) {
 	q.mu.Lock()
 	q.items = append(q.items, queued{end: &out})
+	q.mu.Unlock()
+	q.signal()
+}
+
+// pushCached passes on the cached prompt tokens.
+func (q *deltaQueue) pushCached(cached int) {
+	q.mu.Lock()
+	q.items = append(q.items, queued{cached: &cached})
 	q.mu.Unlock()
 	q.signal()
 }
@@ -170,6 +180,11 @@ type streamFormat struct {
 	// added up).
 	more      []*genPlan
 	choiceEnd func(out turn.Result) []any
+	// cached, when set, gets the first choice's cached prompt tokens
+	// before first is called (Anthropic's message_start splits its
+	// usage by them); it is not called when the turn fails before the
+	// engine reaches the prompt.
+	cached func(n int)
 }
 
 // stream runs the generation and writes its deltas as server-sent events
@@ -192,6 +207,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, plan *genPlan, f
 				s.log.Error().Interface("panic", v).Str("stack", string(debug.Stack())).Msg("panic in generation")
 			}
 		}()
+		if f.cached != nil {
+			plan.OnPrefix = q.pushCached
+		}
 		for i, pl := range append([]*genPlan{plan}, f.more...) {
 			o, err := s.generate(r.Context(), pl, q.push)
 			out = addChoice(out, o, i)
@@ -215,10 +233,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, plan *genPlan, f
 	}
 	for {
 		items, closed := q.take()
-		if len(items) > 0 {
-			begin()
-		}
 		for _, it := range items {
+			if it.cached != nil {
+				f.cached(*it.cached)
+				continue
+			}
+			begin()
 			if it.end != nil {
 				sse.event(f.choiceEnd(*it.end))
 				continue

@@ -101,6 +101,9 @@ func (s *scriptedSource) generate(ctx context.Context, req engine.Request, emit 
 		s.res = append(s.res, res)
 		s.mu.Unlock()
 	}()
+	if req.OnPrefix != nil { // as the engine does: nothing is cached here
+		req.OnPrefix(0)
+	}
 	ids := s.tok.Encode(s.turns[turn], false, true)
 	ids = append(ids, s.tok.Vocab().EOS)
 	offset := 0

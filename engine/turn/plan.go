@@ -24,6 +24,13 @@ type Plan struct {
 	// (its log-probabilities, the status page's live view), on the engine
 	// worker's goroutine, before the token's text reaches the sink.
 	OnToken func(engine.Token)
+	// OnPrefix, when set, gets the prompt tokens restored from the prefix
+	// cache (what Result.Usage.CachedTokens will say) as soon as the engine
+	// knows them, before any delta reaches the sink: an API whose stream
+	// opens with the usage (Anthropic's message_start) can split it there.
+	// Run calls it once, on the engine worker's goroutine, unless the turn
+	// fails before the engine reaches the prompt.
+	OnPrefix func(cached int)
 
 	maxTokens int // 0: until end of generation or the context is full
 	sample    sample.Params

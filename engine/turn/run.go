@@ -22,6 +22,31 @@ type run struct {
 	engineFn string // the engine's finish reason: "stop" or "length"
 	calls    bool   // a tool-call delta went out
 	thinking []Delta
+	// prefixKnown: the cached prompt tokens are known (the first engine
+	// run restored its prefix, or the turn ended without one); until
+	// then deltas (a forced call's markup) wait in held.
+	prefixKnown bool
+	held        []Delta
+	onPrefix    func(cached int)
+	sink        func([]Delta)
+}
+
+// prefix records the cached prompt tokens of the turn's first engine run
+// (later runs continue its prompt: they are not the client's), tells
+// Plan.OnPrefix and lets the held deltas go.
+func (r *run) prefix(cached int) {
+	if r.prefixKnown {
+		return
+	}
+	r.prefixKnown = true
+	r.res.Usage.CachedTokens = min(cached, r.res.Usage.PromptTokens)
+	if r.onPrefix != nil {
+		r.onPrefix(r.res.Usage.CachedTokens)
+	}
+	if len(r.held) > 0 {
+		r.sink(r.held)
+		r.held = nil
+	}
 }
 
 func (r *run) tokenArrived() {
@@ -49,7 +74,7 @@ func (r *run) addSpec(res engine.Result) {
 // FinishStopSequence when one of the request's stop strings ended it. On
 // an error the result holds what was counted so far.
 func (p *Pipeline) Run(ctx context.Context, plan *Plan, sink func([]Delta)) (Result, error) {
-	r := &run{}
+	r := &run{onPrefix: plan.OnPrefix, sink: sink}
 	r.res.Usage.PromptTokens = len(plan.Prompt)
 	out := func(ds []Delta) {
 		for _, d := range ds {
@@ -60,9 +85,16 @@ func (p *Pipeline) Run(ctx context.Context, plan *Plan, sink func([]Delta)) (Res
 				r.thinking = append(r.thinking, d)
 			}
 		}
+		if !r.prefixKnown {
+			r.held = append(r.held, ds...)
+			return
+		}
 		sink(ds)
 	}
 	err := p.generate(ctx, plan, r, out)
+	if err == nil {
+		r.prefix(0) // no engine run reached the prompt (a forced call cut by max_tokens)
+	}
 	res := r.res
 	switch {
 	case r.engineFn == "length":
@@ -105,14 +137,13 @@ func (p *Pipeline) generate(ctx context.Context, plan *Plan, r *run, sink func([
 	})
 	req := plan.request()
 	req.Constraint = plan.constraint
+	req.OnPrefix = r.prefix
 
-	reasoned := false
 	if plan.force != "" || plan.mayReason {
 		prompt := plan.Prompt
 		used := 0
 		closing := "" // markup that closes reasoning the model left open
 		if plan.mayReason {
-			reasoned = true
 			kept, cl, done, err := p.reasonFirst(ctx, plan, dec, sink, r)
 			if err != nil || done {
 				return err
@@ -142,8 +173,8 @@ func (p *Pipeline) generate(ctx context.Context, plan *Plan, r *run, sink func([
 
 	res, err := p.opt.Source(ctx, req, emit)
 	r.addSpec(res)
-	if !reasoned { // else the reasoning run, on the prompt itself, said it
-		r.res.Usage.CachedTokens = min(res.CachedTokens, r.res.Usage.PromptTokens)
+	if err == nil {
+		r.prefix(res.CachedTokens) // a source that did not call OnPrefix
 	}
 	r.res.Usage.OutputTokens += len(res.Tokens)
 	if err != nil {
@@ -214,6 +245,7 @@ func (p *Pipeline) reasonFirst(ctx context.Context, plan *Plan, dec *TextDecoder
 		return nil
 	})
 	req := plan.request() // the reasoning is free: the constraint applies to the forced call
+	req.OnPrefix = r.prefix
 	budget := plan.reasoningBudget
 	if budget > 0 && (req.MaxTokens == 0 || budget < req.MaxTokens) {
 		req.MaxTokens = budget
@@ -222,10 +254,11 @@ func (p *Pipeline) reasonFirst(ctx context.Context, plan *Plan, dec *TextDecoder
 	}
 	res, err := p.opt.Source(ctx, req, emit)
 	r.addSpec(res)
-	r.res.Usage.CachedTokens = min(res.CachedTokens, r.res.Usage.PromptTokens)
 	if err != nil {
 		return nil, "", true, err
 	}
+	r.prefix(res.CachedTokens) // a source that did not call OnPrefix
+
 	endedTurn := res.FinishReason == "stop" && !stoppedByText // the model wrote its end of turn
 	// pending: a forced call or a format must still follow the reasoning.
 	pending := plan.force != "" || (plan.constraint != nil && plan.constraint.Trigger == "")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -22,6 +23,9 @@ type script struct {
 	// produced counts the tokens generated, the end-of-turn token
 	// included (it is counted, not emitted).
 	produced int
+	// failEarly, when set, fails every generation before the prompt is
+	// reached (as a full queue does).
+	failEarly error
 }
 
 func (s *script) source(ctx context.Context, req engine.Request, emit func(engine.Token) error) (engine.Result, error) {
@@ -30,6 +34,12 @@ func (s *script) source(ctx context.Context, req engine.Request, emit func(engin
 	s.calls = append(s.calls, req)
 	res := engine.Result{Prompt: req.Prompt, FinishReason: "length", CachedTokens: s.cached}
 	defer func() { s.produced += len(res.Tokens) }()
+	if s.failEarly != nil {
+		return engine.Result{Prompt: req.Prompt}, s.failEarly
+	}
+	if req.OnPrefix != nil {
+		req.OnPrefix(s.cached)
+	}
 	for _, id := range append(tok.Encode(text, false, true), tok.Vocab().EOS) {
 		if req.MaxTokens > 0 && len(res.Tokens) == req.MaxTokens {
 			return res, nil
@@ -122,3 +132,86 @@ func TestRunResult(t *testing.T) {
 		})
 	}
 }
+
+// Plan.OnPrefix gets the cached prompt tokens once, before the first delta
+// reaches the sink, with what the usage says at the end: on a plain answer,
+// after reasoning, on a forced call whose markup is ready before the
+// engine runs (held until the engine has restored the prompt), on a forced
+// call cut by max_tokens before the engine runs (0). A turn that fails
+// before the engine reaches the prompt sends nothing. Each runs with the
+// template's splitter, which holds a forced call's markup back until the
+// model's first token, and with one that passes every text on at once.
+func TestRunOnPrefix(t *testing.T) {
+	on, off := true, false
+	user := []chat.Message{{Role: "user", Content: chat.TextContent("Weather in Oslo?")}}
+	weather, err := ParseChatTool(0, json.RawMessage(`{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forced := ToolChoice{Mode: ToolNamed, Name: "get_weather"}
+	args := "{\"city\": \"Oslo\"}}\n</tool_call>"
+	for _, c := range []struct {
+		name   string
+		req    Request
+		turns  []string
+		cached int
+		fail   bool
+		want   int // the cached tokens OnPrefix and the usage say; -1: OnPrefix is not called
+	}{
+		{"text", Request{Messages: user, Reasoning: &off}, []string{"Rain."}, 5, false, 5},
+		{"reasoning then a forced call", Request{Messages: user, Reasoning: &on, Tools: []Tool{weather}, ToolChoice: forced},
+			[]string{"<think>\nlook it up\n</think>\n\n", args}, 7, false, 7},
+		{"a forced call", Request{Messages: user, Reasoning: &off, Tools: []Tool{weather}, ToolChoice: forced}, []string{args}, 9, false, 9},
+		{"a forced call cut before the engine", Request{Messages: user, Reasoning: &off, Tools: []Tool{weather}, ToolChoice: forced, MaxTokens: 2},
+			nil, 9, false, 0},
+		{"a failure before the prompt", Request{Messages: user, Reasoning: &off, Tools: []Tool{weather}, ToolChoice: forced}, []string{args}, 9, true, -1},
+	} {
+		for _, eager := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/eager=%v", c.name, eager), func(t *testing.T) {
+				sc := &script{turns: c.turns, cached: c.cached}
+				if c.fail {
+					sc.failEarly = engine.ErrQueueFull
+				}
+				p := qwenPipeline(t, Options{Source: sc.source})
+				sc.p = p
+				plan, err := p.Plan(&c.req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if eager {
+					plan.split = eagerSplit{}
+				}
+				calls, got, deltas := 0, -1, 0
+				plan.OnPrefix = func(cached int) {
+					calls++
+					got = cached
+					if deltas > 0 {
+						t.Errorf("OnPrefix after %d deltas", deltas)
+					}
+				}
+				res, err := p.Run(context.Background(), plan, func(ds []Delta) { deltas += len(ds) })
+				if c.fail {
+					if err == nil || calls != 0 || deltas != 0 {
+						t.Errorf("failed turn: error %v, OnPrefix called %d times, %d deltas sent", err, calls, deltas)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if calls != 1 || got != c.want || res.Usage.CachedTokens != c.want {
+					t.Errorf("OnPrefix called %d times with %d, usage says %d cached; want %d", calls, got, res.Usage.CachedTokens, c.want)
+				}
+				if len(c.turns) > 0 && deltas == 0 {
+					t.Error("no deltas")
+				}
+			})
+		}
+	}
+}
+
+// eagerSplit passes every text on as content at once.
+type eagerSplit struct{}
+
+func (eagerSplit) Push(text string) []Delta { return []Delta{{Content: text}} }
+func (eagerSplit) Finish() []Delta          { return nil }
