@@ -316,7 +316,7 @@ type chatParams struct {
 }
 
 // chatKnown are the chat fields read besides genKnown. user and metadata
-// are accepted and ignored by design (listed in README's table).
+// are accepted and ignored by design (docs/api.md, Request fields).
 var chatKnown = []string{"messages", "tools", "tool_choice", "parallel_tool_calls", "chat_template_kwargs",
 	"add_generation_prompt", "user", "metadata", "functions", "function_call", "audio", "modalities"}
 
