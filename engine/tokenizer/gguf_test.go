@@ -6,8 +6,6 @@ import (
 	"os"
 	"slices"
 	"testing"
-
-	"github.com/edgellmd/edgellmd/engine/gguf"
 )
 
 // VocabFromGGUF on stories260K.gguf, against two references: the
@@ -16,17 +14,9 @@ import (
 // prompts, which holds the defaults a SentencePiece file leaves to the
 // reader: BOS 1 first (add_bos) and the space prefix.
 func TestVocabFromGGUFStories(t *testing.T) {
-	f, err := gguf.Open("../../testdata/models/stories260K.gguf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	v, err := VocabFromGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dump := loadVocabJSON(t, "testdata/stories260K-vocab.json")
-	if v.Model != "llama" || !slices.Equal(v.Tokens, dump.Tokens) || !slices.Equal(v.Scores, dump.Scores) || !slices.Equal(v.Types, dump.Types) {
+	v := storiesVocab(t)
+	dump := loadVocabDump(t, "testdata/stories260K-vocab.json")
+	if v.Model != "llama" || dump.Model != v.Model || !slices.Equal(v.Tokens, dump.Tokens) || !slices.Equal(v.Scores, dump.Scores) || !slices.Equal(v.Types, dump.TokenType) {
 		t.Fatalf("model %q, %d tokens: not the file's tokenizer as dumped (%q, %d tokens)", v.Model, len(v.Tokens), dump.Model, len(dump.Tokens))
 	}
 	if v.BOS != 1 || v.EOS != 2 || v.UNK != 0 || v.PAD != -1 || v.EOT != -1 || !v.AddBOS || v.AddEOS || !v.AddSpacePrefix {
@@ -39,7 +29,7 @@ func TestVocabFromGGUFStories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := os.Open("../../testdata/golden/stories260K-greedy64.jsonl")
+	g, err := os.Open(storiesGolden)
 	if err != nil {
 		t.Fatal(err)
 	}

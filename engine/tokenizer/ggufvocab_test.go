@@ -15,8 +15,10 @@ import (
 	"testing"
 )
 
-// This file holds a tiny, test-only GGUF reader (this package must not import
-// engine/gguf) that dumps a model's tokenizer into testdata as JSON:
+// This file holds a tiny, test-only GGUF reader, written apart from
+// engine/gguf so that it is a second reading of the file, that dumps a
+// model's tokenizer metadata into testdata as JSON (TestVocabFromGGUFStories
+// holds VocabFromGGUF to it):
 //
 //	go test ./engine/tokenizer/ -run TestDumpGGUFVocab -update \
 //	    -gguf /work/shared/models/stories260K.gguf -vocab-out testdata/stories260K-vocab.json
@@ -45,34 +47,9 @@ type ggufVocab struct {
 	AddSpacePrefix *bool     `json:"tokenizer.ggml.add_space_prefix,omitempty"`
 }
 
-// toVocab applies llama.cpp's defaults for the llama model (BOS 1, EOS 2,
-// UNK 0, add BOS, add space prefix) where the file says nothing.
-func (g *ggufVocab) toVocab() Vocab {
-	v := Vocab{Model: g.Model, Pre: g.Pre, Tokens: g.Tokens, Scores: g.Scores, Types: g.TokenType, Merges: g.Merges,
-		BOS: -1, EOS: -1, UNK: -1, PAD: -1, EOT: -1}
-	if g.Model == "llama" {
-		v.BOS, v.EOS, v.UNK, v.AddBOS, v.AddSpacePrefix = 1, 2, 0, true, true
-	}
-	for _, f := range []struct {
-		src *int64
-		dst *int32
-	}{{g.BOS, &v.BOS}, {g.EOS, &v.EOS}, {g.UNK, &v.UNK}, {g.PAD, &v.PAD}} {
-		if f.src != nil {
-			*f.dst = int32(*f.src)
-		}
-	}
-	for _, f := range []struct {
-		src *bool
-		dst *bool
-	}{{g.AddBOS, &v.AddBOS}, {g.AddEOS, &v.AddEOS}, {g.AddSpacePrefix, &v.AddSpacePrefix}} {
-		if f.src != nil {
-			*f.dst = *f.src
-		}
-	}
-	return v
-}
-
-func loadVocabJSON(t testing.TB, path string) Vocab {
+// loadVocabDump reads a dump TestDumpGGUFVocab wrote: the file's keys as
+// they are, without the defaults VocabFromGGUF gives absent ones.
+func loadVocabDump(t testing.TB, path string) ggufVocab {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -82,7 +59,7 @@ func loadVocabJSON(t testing.TB, path string) Vocab {
 	if err := json.Unmarshal(data, &g); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	return g.toVocab()
+	return g
 }
 
 func TestDumpGGUFVocab(t *testing.T) {

@@ -6,11 +6,35 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/edgellmd/edgellmd/engine/gguf"
 )
+
+// The stories260K model and llama.cpp's goldens for it, kept once for the
+// whole repository.
+const (
+	storiesGGUF   = "../../testdata/models/stories260K.gguf"
+	storiesGolden = "../../testdata/golden/stories260K-greedy64.jsonl"
+)
+
+// storiesVocab is stories260K's tokenizer as VocabFromGGUF reads it.
+func storiesVocab(t testing.TB) Vocab {
+	t.Helper()
+	f, err := gguf.Open(storiesGGUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v, err := VocabFromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
 
 func storiesTokenizer(t testing.TB) *Tokenizer {
 	t.Helper()
-	tok, err := New(loadVocabJSON(t, "testdata/stories260K-vocab.json"))
+	tok, err := New(storiesVocab(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,10 +42,10 @@ func storiesTokenizer(t testing.TB) *Tokenizer {
 }
 
 // TestStoriesGolden checks the prompt tokens llama.cpp produced for the ten
-// prompts of testdata/stories260K-greedy64.jsonl, and the way back.
+// prompts of the stories260K goldens, and the way back.
 func TestStoriesGolden(t *testing.T) {
 	tok := storiesTokenizer(t)
-	f, err := os.Open("testdata/stories260K-greedy64.jsonl")
+	f, err := os.Open(storiesGolden)
 	if err != nil {
 		t.Fatal(err)
 	}
