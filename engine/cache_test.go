@@ -9,17 +9,17 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/edgellmd/edgellmd/engine/quantize"
 	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
-// qwen35Tiny writes quantize.Synth's tiny hybrid model (byte-level vocab) to
+// qwen35Tiny writes synth.Build's tiny hybrid model (byte-level vocab) to
 // a temporary file.
 func qwen35Tiny(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "qwen35-tiny.gguf")
-	if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: "tiny", Seed: 5}); err != nil {
+	if err := synth.Write(path, synth.Options{Size: "tiny", Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -24,7 +24,7 @@ func benchModelQ8(b *testing.B) string {
 	b.Helper()
 	path := filepath.Join(os.TempDir(), "edgellmd-synth-bench-q8_0-seed1.gguf")
 	if _, err := os.Stat(path); err != nil {
-		if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: "bench", Type: "Q8_0", Seed: 1}); err != nil {
+		if err := synth.Write(path, synth.Options{Size: "bench", Type: "Q8_0", Seed: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}

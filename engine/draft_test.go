@@ -10,9 +10,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/edgellmd/edgellmd/engine/quantize"
 	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/speculative"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -24,7 +24,7 @@ import (
 // than tokens are needed.
 func TestGenerateSpeculativeEqualsPlain(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "qwen35-tiny-mtp.gguf")
-	if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: "tiny", Seed: 5, MTP: true}); err != nil {
+	if err := synth.Write(path, synth.Options{Size: "tiny", Seed: 5, MTP: true}); err != nil {
 		t.Fatal(err)
 	}
 	load := func() *Engine {

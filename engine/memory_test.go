@@ -16,9 +16,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/edgellmd/edgellmd/engine/model"
-	"github.com/edgellmd/edgellmd/engine/quantize"
 	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/slots"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -27,7 +27,7 @@ import (
 // state for more tokens really costs.
 func TestStateSizeMatchesModel(t *testing.T) {
 	mtp := filepath.Join(t.TempDir(), "qwen35-tiny-mtp.gguf")
-	if err := quantize.WriteSynth(mtp, quantize.SynthOptions{Size: "tiny", Seed: 5, MTP: true}); err != nil {
+	if err := synth.Write(mtp, synth.Options{Size: "tiny", Seed: 5, MTP: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{stories, qwen35Tiny(t), mtp} {

@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/edgellmd/edgellmd/engine/grammar"
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -31,7 +31,7 @@ const toolSchema = `{"type": "object", "properties": {
 func BenchmarkGrammarDecodeStep(b *testing.B) {
 	path := filepath.Join(os.TempDir(), "edgellmd-synth-small-qwen3-seed10.gguf")
 	if _, err := os.Stat(path); err != nil {
-		if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: "small", TokenizerJSON: "tokenizer/testdata/qwen3/tokenizer.json.gz", Seed: 10}); err != nil {
+		if err := synth.Write(path, synth.Options{Size: "small", TokenizerJSON: "tokenizer/testdata/qwen3/tokenizer.json.gz", Seed: 10}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/edgellmd/edgellmd/engine"
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -109,7 +109,7 @@ func qwen35Model(t *testing.T) string {
 			return
 		}
 		synthFile = filepath.Join(dir, "qwen35-small.gguf")
-		synthErr = quantize.WriteSynth(synthFile, quantize.SynthOptions{Size: "small", TokenizerJSON: qwen3TokenizerGZ, Seed: qwen35SmallSeed})
+		synthErr = synth.Write(synthFile, synth.Options{Size: "small", TokenizerJSON: qwen3TokenizerGZ, Seed: qwen35SmallSeed})
 	})
 	if synthErr != nil {
 		t.Fatal(synthErr)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 )
 
 func cmdSynth(args []string, stdout io.Writer, log zerolog.Logger) error {
@@ -29,8 +29,8 @@ func cmdSynth(args []string, stdout io.Writer, log zerolog.Logger) error {
 	if *out == "" {
 		return fmt.Errorf("%w: -o OUT.gguf is required", errUsage)
 	}
-	opt := quantize.SynthOptions{Arch: *arch, Size: *size, Type: *typ, TokenizerJSON: *tokJSON, MTP: *mtp, Seed: *seed, Layers: *layers}
-	if err := quantize.WriteSynth(*out, opt); err != nil {
+	opt := synth.Options{Arch: *arch, Size: *size, Type: *typ, TokenizerJSON: *tokJSON, MTP: *mtp, Seed: *seed, Layers: *layers}
+	if err := synth.Write(*out, opt); err != nil {
 		return err
 	}
 	log.Info().Str("out", *out).Str("arch", *arch).Str("size", *size).Msg("synthetic model written")

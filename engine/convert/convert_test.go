@@ -16,6 +16,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
 )
@@ -48,7 +49,7 @@ func vocabOf(t testing.TB, f *gguf.File) tokenizer.Vocab {
 func synthQwen35(t testing.TB, dir, typ string) string {
 	t.Helper()
 	path := filepath.Join(dir, "synth-"+typ+".gguf")
-	if err := quantize.WriteSynth(path, quantize.SynthOptions{Arch: "qwen35", Size: "tiny", Type: typ, MTP: true, Seed: 1}); err != nil {
+	if err := synth.Write(path, synth.Options{Arch: "qwen35", Size: "tiny", Type: typ, MTP: true, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -11,6 +11,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
 	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkModel27B(b *testing.B) {
 	}
 	path := filepath.Join(b.TempDir(), fmt.Sprintf("%s-%dl-%s.gguf", size, layers, synthType))
 	t0 := time.Now()
-	if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: size, Type: synthType, Layers: layers, Seed: 1}); err != nil {
+	if err := synth.Write(path, synth.Options{Size: size, Type: synthType, Layers: layers, Seed: 1}); err != nil {
 		b.Fatal(err)
 	}
 	if typ == "NVFP4" {
@@ -194,7 +195,7 @@ func BenchmarkLoadInPlace(b *testing.B) {
 		}
 	}
 	path := filepath.Join(b.TempDir(), "bench.gguf")
-	if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: "bench", Type: "Q8_0", Layers: layers, Seed: 1}); err != nil {
+	if err := synth.Write(path, synth.Options{Size: "bench", Type: "Q8_0", Layers: layers, Seed: 1}); err != nil {
 		b.Fatal(err)
 	}
 	cpu, _ := loadPair(b, path, tensor.F16, tensor.NVFP4ActQ8)

@@ -15,6 +15,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/quantize"
 	"github.com/edgellmd/edgellmd/engine/sample"
 	"github.com/edgellmd/edgellmd/engine/speculative"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -380,7 +381,7 @@ func synthFile(t testing.TB, size, typ string, mtp bool) string {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, key+".gguf")
-	if err := quantize.WriteSynth(p, quantize.SynthOptions{Size: size, Type: typ, MTP: mtp, Seed: 1}); err != nil {
+	if err := synth.Write(p, synth.Options{Size: size, Type: typ, MTP: mtp, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	synthFiles[key] = p
@@ -764,7 +765,7 @@ func TestModelQwen35Goldens(t *testing.T) {
 	} {
 		path := filepath.Join(dir, c.name+".gguf")
 		if _, err := os.Stat(path); err != nil {
-			if err := quantize.WriteSynth(path, quantize.SynthOptions{Arch: "qwen35", Size: c.size, TokenizerJSON: c.tokenizer, Seed: c.seed}); err != nil {
+			if err := synth.Write(path, synth.Options{Arch: "qwen35", Size: c.size, TokenizerJSON: c.tokenizer, Seed: c.seed}); err != nil {
 				t.Fatal(err)
 			}
 		}

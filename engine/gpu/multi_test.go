@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/edgellmd/edgellmd/engine/model"
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -430,7 +430,7 @@ func BenchmarkMultiDecode(b *testing.B) {
 		if testDevice(b).Info().Real() {
 			path = filepath.Join(os.TempDir(), "edgellmd-synth-bench-q8_0-seed1.gguf")
 			if _, err := os.Stat(path); err != nil {
-				if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: "bench", Type: "Q8_0", Seed: 1}); err != nil {
+				if err := synth.Write(path, synth.Options{Size: "bench", Type: "Q8_0", Seed: 1}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -508,7 +508,7 @@ func TestDeltaNetTree(t *testing.T) {
 // a tree batch of drafts and Commit of a path (DeltaReplay here).
 func TestDeltaNetMatchesCPUModel(t *testing.T) {
 	d := testDevice(t)
-	wr, err := quantize.Synth(quantize.SynthOptions{Size: "tiny", Seed: 7})
+	wr, err := synth.Build(synth.Options{Size: "tiny", Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}

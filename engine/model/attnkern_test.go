@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestAttnKernelsMatchLoops(t *testing.T) {
 	dir := t.TempDir()
 	small := filepath.Join(dir, "small.gguf")
-	if err := quantize.WriteSynth(small, quantize.SynthOptions{Size: "small", Seed: 3}); err != nil {
+	if err := synth.Write(small, synth.Options{Size: "small", Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{storiesPath, small} {
@@ -97,7 +97,7 @@ func TestAttnKernelsMatchLoops(t *testing.T) {
 func BenchmarkAttnKernels(b *testing.B) {
 	dir := b.TempDir()
 	small := filepath.Join(dir, "small.gguf")
-	if err := quantize.WriteSynth(small, quantize.SynthOptions{Size: "small", Seed: 1}); err != nil {
+	if err := synth.Write(small, synth.Options{Size: "small", Seed: 1}); err != nil {
 		b.Fatal(err)
 	}
 	models := [][2]string{{"stories260K", storiesPath}, {"synth-small", small}}

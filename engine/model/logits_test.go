@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -71,13 +71,13 @@ var qwen35LogitTokens = []int32{72, 101, 108, 108, 111, 44, 271, 269, 108, 100, 
 	79, 110, 99, 101, 32, 117, 112}
 
 // qwen35TinySHA256 is the sha256 of the synthetic model the qwen35 logits
-// were recorded on: quantize.Synth tiny, seed 9, with MTP.
+// were recorded on: synth.Build tiny, seed 9, with MTP.
 const qwen35TinySHA256 = "cdae40bb48d3247892be6d8bb5f1f554d2e31d30c5fee2ea8ff2d585438176f5"
 
 // openTinyQwen35 regenerates that model in memory.
 func openTinyQwen35(t *testing.T, kv tensor.DType) Model {
 	t.Helper()
-	w, err := quantize.Synth(quantize.SynthOptions{Size: "tiny", Seed: 9, MTP: true})
+	w, err := synth.Build(synth.Options{Size: "tiny", Seed: 9, MTP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func openTinyQwen35(t *testing.T, kv tensor.DType) Model {
 		t.Fatal(err)
 	}
 	if sum := sha256.Sum256(buf.Bytes()); hex.EncodeToString(sum[:]) != qwen35TinySHA256 {
-		t.Fatalf("quantize.Synth's tiny seed-9 model changed (sha256 %x, the logits were recorded on %s): regenerate testdata/qwen35-tiny-mtp-logits-*.f32 as testdata/README.md says", sum, qwen35TinySHA256)
+		t.Fatalf("synth.Build's tiny seed-9 model changed (sha256 %x, the logits were recorded on %s): regenerate testdata/qwen35-tiny-mtp-logits-*.f32 as testdata/README.md says", sum, qwen35TinySHA256)
 	}
 	f, err := gguf.Parse("qwen35-tiny-mtp.gguf", buf.Bytes())
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 	"golang.org/x/sys/unix"
 )
@@ -18,7 +19,7 @@ import (
 // atomically, so a cached file is whole).
 func benchSynthQ8(b *testing.B) *gguf.File {
 	return cachedBenchFile(b, "edgellmd-synth-bench-q8_0-seed1.gguf", func(path string) error {
-		return quantize.WriteSynth(path, quantize.SynthOptions{Size: "bench", Type: "Q8_0", Seed: 1})
+		return synth.Write(path, synth.Options{Size: "bench", Type: "Q8_0", Seed: 1})
 	})
 }
 
@@ -28,7 +29,7 @@ func benchSynthQ8(b *testing.B) *gguf.File {
 func benchSynthNVFP4(b *testing.B) *gguf.File {
 	return cachedBenchFile(b, "edgellmd-synth-bench-nvfp4-seed1.gguf", func(path string) error {
 		in := filepath.Join(b.TempDir(), "bench-f16.gguf")
-		if err := quantize.WriteSynth(in, quantize.SynthOptions{Size: "bench", Seed: 1}); err != nil {
+		if err := synth.Write(in, synth.Options{Size: "bench", Seed: 1}); err != nil {
 			return err
 		}
 		tmp := path + ".tmp"

@@ -13,7 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -46,7 +46,7 @@ func multiModels(t *testing.T) []multiCase {
 		return m
 	}
 	synthTiny := func(typ string) *gguf.File {
-		w, err := quantize.Synth(quantize.SynthOptions{Size: "tiny", Type: typ, Seed: 3})
+		w, err := synth.Build(synth.Options{Size: "tiny", Type: typ, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -147,7 +148,7 @@ func TestNVFP4Accuracy(t *testing.T) {
 func BenchmarkDecodeSynthBenchNVFP4(b *testing.B) {
 	dir := b.TempDir()
 	in, out := filepath.Join(dir, "bench-f16.gguf"), filepath.Join(dir, "bench-nvfp4.gguf")
-	if err := quantize.WriteSynth(in, quantize.SynthOptions{Size: "bench", Seed: 1}); err != nil {
+	if err := synth.Write(in, synth.Options{Size: "bench", Seed: 1}); err != nil {
 		b.Fatal(err)
 	}
 	rep, err := quantize.QuantizeFile(in, out, quantize.Options{Type: tensor.NVFP4})

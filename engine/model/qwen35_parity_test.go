@@ -11,13 +11,13 @@ import (
 	"testing"
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
 // Parity with llama.cpp on the qwen35 architecture: the synthetic models of
 // testdata/qwen35 (at the repository root) are regenerated with
-// quantize.Synth, checked against the sha256 llama.cpp ran, and decoded
+// synth.Build, checked against the sha256 llama.cpp ran, and decoded
 // greedily; every token must equal llama.cpp's golden continuation, for an
 // F16 KV cache (llama.cpp's default, flash attention on) and an F32 one
 // (flash attention off). See testdata/qwen35/README.md for how the goldens
@@ -101,12 +101,12 @@ func parityMargins(t *testing.T, path string) [][]float64 {
 // paritySynth regenerates a golden model in memory and checks its bytes.
 func paritySynth(t *testing.T, pm parityModel) *gguf.File {
 	t.Helper()
-	opt := quantize.SynthOptions{Arch: pm.Options.Arch, Size: pm.Options.Size, Type: pm.Options.Type,
+	opt := synth.Options{Arch: pm.Options.Arch, Size: pm.Options.Size, Type: pm.Options.Type,
 		MTP: pm.Options.MTP, Seed: pm.Options.Seed}
 	if pm.Tokenizer != "" {
 		opt.TokenizerJSON = filepath.Join("..", "..", filepath.FromSlash(pm.Tokenizer))
 	}
-	w, err := quantize.Synth(opt)
+	w, err := synth.Build(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -24,7 +25,7 @@ func TestNVFP4ParityGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	tiny, qwen := filepath.Join(dir, "tiny.gguf"), filepath.Join(dir, "tiny-nvfp4.gguf")
-	if err := WriteSynth(tiny, SynthOptions{Size: "tiny", Seed: 9}); err != nil {
+	if err := synth.Write(tiny, synth.Options{Size: "tiny", Seed: 9}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := QuantizeFile(tiny, qwen, Options{Type: tensor.NVFP4}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -71,7 +72,7 @@ func relErr(got, want map[string][]float32, names []string) float64 {
 func TestKQuantSource(t *testing.T) {
 	dir := t.TempDir()
 	f16 := filepath.Join(dir, "f16.gguf")
-	if err := WriteSynth(f16, SynthOptions{Arch: "qwen35", Size: "kquant", Seed: 7}); err != nil {
+	if err := synth.Write(f16, synth.Options{Arch: "qwen35", Size: "kquant", Seed: 7}); err != nil {
 		t.Fatal(err)
 	}
 	q4km := "../../testdata/kquant/synth-kquant-Q4_K_M.gguf"

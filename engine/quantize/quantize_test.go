@@ -14,6 +14,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -172,7 +173,7 @@ func TestStoriesNVFP4Parity(t *testing.T) {
 func TestQwen35NVFP4Parity(t *testing.T) {
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "tiny.gguf"), filepath.Join(dir, "tiny-nvfp4.gguf")
-	if err := WriteSynth(in, SynthOptions{Size: "tiny", Seed: 9}); err != nil {
+	if err := synth.Write(in, synth.Options{Size: "tiny", Seed: 9}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := QuantizeFile(in, out, Options{Type: tensor.NVFP4})
@@ -197,7 +198,7 @@ func TestQwen35NVFP4Parity(t *testing.T) {
 func TestQwen35MTPNVFP4Parity(t *testing.T) {
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "tiny-mtp.gguf"), filepath.Join(dir, "tiny-mtp-nvfp4.gguf")
-	if err := WriteSynth(in, SynthOptions{Size: "tiny", Seed: 9, MTP: true}); err != nil {
+	if err := synth.Write(in, synth.Options{Size: "tiny", Seed: 9, MTP: true}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := QuantizeFile(in, out, Options{Type: tensor.NVFP4})

@@ -7,8 +7,8 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
-	"github.com/edgellmd/edgellmd/engine/quantize"
 	"github.com/edgellmd/edgellmd/engine/sample"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -45,7 +45,7 @@ func openModel(t testing.TB, path string, kv tensor.DType) model.Model {
 func synthMTP(t testing.TB, seed uint64, kv tensor.DType) model.Model {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "synth-mtp.gguf")
-	if err := quantize.WriteSynth(path, quantize.SynthOptions{Size: "tiny", MTP: true, Seed: seed}); err != nil {
+	if err := synth.Write(path, synth.Options{Size: "tiny", MTP: true, Seed: seed}); err != nil {
 		t.Fatal(err)
 	}
 	m := openModel(t, path, kv)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -48,7 +48,7 @@ func loadGGUF(t testing.TB, path string, kv tensor.DType) model.Model {
 // them Gated DeltaNet) to a file and loads it.
 func synthQwen(t testing.TB, kv tensor.DType) model.Model {
 	t.Helper()
-	w, err := quantize.Synth(quantize.SynthOptions{Size: "tiny", Seed: 7})
+	w, err := synth.Build(synth.Options{Size: "tiny", Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}

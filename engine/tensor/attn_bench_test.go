@@ -7,7 +7,7 @@ import (
 
 	"github.com/edgellmd/edgellmd/engine/gguf"
 	"github.com/edgellmd/edgellmd/engine/model"
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 	"github.com/edgellmd/edgellmd/engine/tensor"
 )
 
@@ -25,7 +25,7 @@ import (
 func attnBenchModels(b *testing.B) map[string]string {
 	dir := b.TempDir()
 	small := filepath.Join(dir, "synth-small.gguf")
-	if err := quantize.WriteSynth(small, quantize.SynthOptions{Size: "small", Seed: 1}); err != nil {
+	if err := synth.Write(small, synth.Options{Size: "small", Seed: 1}); err != nil {
 		b.Fatal(err)
 	}
 	m := map[string]string{

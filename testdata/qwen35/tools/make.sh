@@ -12,7 +12,7 @@ tools=$(dirname "$(realpath "$0")")
 mkdir -p "$out"; out=$(realpath "$out")
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cp "$tools"/*.mjs "$work"/ && ln -s /tmp/llamaref/node_modules "$work"/node_modules
-go run ./engine/quantize/internal/synthgen "$@" -o "$out/model.gguf"
+go run ./engine/synth/internal/synthgen "$@" -o "$out/model.gguf"
 m="$out/model.gguf"
 cd "$work"
 # llama.cpp's defaults: F16 KV cache, flash attention on (auto).

@@ -1,4 +1,4 @@
-package quantize
+package synth
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ import (
 )
 
 // synthImage builds a model and returns the file bytes, parsed.
-func synthImage(t *testing.T, opt SynthOptions) ([]byte, *gguf.File) {
+func synthImage(t *testing.T, opt Options) ([]byte, *gguf.File) {
 	t.Helper()
-	w, err := Synth(opt)
+	w, err := Build(opt)
 	if err != nil {
-		t.Fatalf("Synth(%+v): %v", opt, err)
+		t.Fatalf("Build(%+v): %v", opt, err)
 	}
 	var buf bytes.Buffer
 	if _, err := w.WriteTo(&buf); err != nil {
@@ -61,9 +61,9 @@ func TestSplitmix64Reference(t *testing.T) {
 func TestSynthDeterministic(t *testing.T) {
 	for _, size := range []string{"tiny", "small"} {
 		t.Run(size, func(t *testing.T) {
-			a, _ := synthImage(t, SynthOptions{Size: size, Seed: 7})
-			b, _ := synthImage(t, SynthOptions{Size: size, Seed: 7})
-			c, _ := synthImage(t, SynthOptions{Size: size, Seed: 8})
+			a, _ := synthImage(t, Options{Size: size, Seed: 7})
+			b, _ := synthImage(t, Options{Size: size, Seed: 7})
+			c, _ := synthImage(t, Options{Size: size, Seed: 8})
 			if sha(a) != sha(b) {
 				t.Errorf("seed 7 twice: sha256 %s and %s differ", sha(a), sha(b))
 			}
@@ -77,8 +77,8 @@ func TestSynthDeterministic(t *testing.T) {
 // Tensors come from per-name streams, so adding the MTP block leaves every
 // other tensor as it was: the trunk of a --mtp model is the model without it.
 func TestSynthMTPKeepsTrunk(t *testing.T) {
-	_, plain := synthImage(t, SynthOptions{Size: "tiny", Seed: 3})
-	_, mtp := synthImage(t, SynthOptions{Size: "tiny", Seed: 3, MTP: true})
+	_, plain := synthImage(t, Options{Size: "tiny", Seed: 3})
+	_, mtp := synthImage(t, Options{Size: "tiny", Seed: 3, MTP: true})
 	for i := range plain.Tensors {
 		p := &plain.Tensors[i]
 		m, ok := mtp.Tensor(p.Name)
@@ -133,9 +133,9 @@ func (m recorded) GetInt32s(key string) ([]int32, bool) {
 	return v, ok
 }
 
-// synthLayout runs Synth without generating weights and returns the
+// synthLayout runs Build without generating weights and returns the
 // metadata and tensor infos it would write.
-func synthLayout(t *testing.T, opt SynthOptions) (recorded, []gguf.TensorInfo) {
+func synthLayout(t *testing.T, opt Options) (recorded, []gguf.TensorInfo) {
 	t.Helper()
 	s, vocab, err := newSynth(opt)
 	if err != nil {
@@ -150,20 +150,20 @@ func synthLayout(t *testing.T, opt SynthOptions) (recorded, []gguf.TensorInfo) {
 
 func TestSynthLayout(t *testing.T) {
 	cases := []struct {
-		opt   SynthOptions
+		opt   Options
 		wtype tensor.DType
 	}{
-		{SynthOptions{Size: "tiny", Seed: 1}, tensor.F32},
-		{SynthOptions{Size: "tiny", Seed: 1, MTP: true}, tensor.F32},
-		{SynthOptions{Size: "tiny", Seed: 1, Type: "f16"}, tensor.F16},
-		{SynthOptions{Size: "tiny", Seed: 1, Type: "BF16", MTP: true}, tensor.BF16},
-		{SynthOptions{Size: "tiny", Seed: 1, Type: "Q8_0", MTP: true}, tensor.Q8_0},
-		{SynthOptions{Size: "small", Seed: 1, MTP: true}, tensor.F32},
-		{SynthOptions{Size: "bench", Seed: 1}, tensor.F16},
-		{SynthOptions{Size: "bench", Seed: 1, Type: "q8_0", MTP: true}, tensor.Q8_0},
-		{SynthOptions{Size: "27b", Seed: 1}, tensor.Q8_0},
-		{SynthOptions{Size: "27b", Seed: 1, Layers: 8, Type: "F16"}, tensor.F16},
-		{SynthOptions{Size: "tiny", Seed: 1, Layers: 5}, tensor.F32},
+		{Options{Size: "tiny", Seed: 1}, tensor.F32},
+		{Options{Size: "tiny", Seed: 1, MTP: true}, tensor.F32},
+		{Options{Size: "tiny", Seed: 1, Type: "f16"}, tensor.F16},
+		{Options{Size: "tiny", Seed: 1, Type: "BF16", MTP: true}, tensor.BF16},
+		{Options{Size: "tiny", Seed: 1, Type: "Q8_0", MTP: true}, tensor.Q8_0},
+		{Options{Size: "small", Seed: 1, MTP: true}, tensor.F32},
+		{Options{Size: "bench", Seed: 1}, tensor.F16},
+		{Options{Size: "bench", Seed: 1, Type: "q8_0", MTP: true}, tensor.Q8_0},
+		{Options{Size: "27b", Seed: 1}, tensor.Q8_0},
+		{Options{Size: "27b", Seed: 1, Layers: 8, Type: "F16"}, tensor.F16},
+		{Options{Size: "tiny", Seed: 1, Layers: 5}, tensor.F32},
 	}
 	for _, c := range cases {
 		opt := c.opt
@@ -356,7 +356,7 @@ func checkRope(t *testing.T, f metadata, nRot, hd int64) {
 }
 
 func TestSynthValues(t *testing.T) {
-	_, f := synthImage(t, SynthOptions{Size: "tiny", Seed: 11, MTP: true})
+	_, f := synthImage(t, Options{Size: "tiny", Seed: 11, MTP: true})
 	floats := func(name string) []float32 {
 		ti, ok := f.Tensor(name)
 		if !ok {
@@ -410,18 +410,18 @@ func TestSynthValues(t *testing.T) {
 
 func TestSynthErrors(t *testing.T) {
 	for _, c := range []struct {
-		opt  SynthOptions
+		opt  Options
 		want string
 	}{
-		{SynthOptions{Arch: "llama", Size: "tiny"}, "architecture"},
-		{SynthOptions{Size: "huge"}, "size"},
-		{SynthOptions{Size: "tiny", Type: "Q4_0"}, "weight type"},
-		{SynthOptions{Size: "tiny", TokenizerJSON: filepath.Join(t.TempDir(), "missing.json")}, "missing.json"},
-		{SynthOptions{Size: "tiny", Layers: -1}, "layers"},
-		{SynthOptions{Size: "tiny", Layers: 1000}, "layers"},
+		{Options{Arch: "llama", Size: "tiny"}, "architecture"},
+		{Options{Size: "huge"}, "size"},
+		{Options{Size: "tiny", Type: "Q4_0"}, "weight type"},
+		{Options{Size: "tiny", TokenizerJSON: filepath.Join(t.TempDir(), "missing.json")}, "missing.json"},
+		{Options{Size: "tiny", Layers: -1}, "layers"},
+		{Options{Size: "tiny", Layers: 1000}, "layers"},
 	} {
-		if _, err := Synth(c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Synth(%+v) error = %v, want one mentioning %q", c.opt, err, c.want)
+		if _, err := Build(c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Build(%+v) error = %v, want one mentioning %q", c.opt, err, c.want)
 		}
 	}
 }
@@ -431,7 +431,7 @@ func TestSynthErrors(t *testing.T) {
 // vocabulary padded to 248320), one layer in four full attention, and
 // the weight bytes a decode step of the real model reads per layer.
 func TestSynth27bShapes(t *testing.T) {
-	meta, layout := synthLayout(t, SynthOptions{Size: "27b", Seed: 1, Layers: 8})
+	meta, layout := synthLayout(t, Options{Size: "27b", Seed: 1, Layers: 8})
 	for key, want := range map[string]uint32{"qwen35.embedding_length": 5120, "qwen35.feed_forward_length": 17408,
 		"qwen35.block_count": 8, "qwen35.attention.head_count": 24, "qwen35.attention.head_count_kv": 4,
 		"qwen35.attention.key_length": 256, "qwen35.ssm.group_count": 16, "qwen35.ssm.time_step_rank": 48,
@@ -468,10 +468,10 @@ func TestSynth27bShapes(t *testing.T) {
 	}
 }
 
-func TestWriteSynth(t *testing.T) {
+func TestWrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	opt := SynthOptions{Size: "tiny", Seed: 5}
-	if err := WriteSynth(path, opt); err != nil {
+	opt := Options{Size: "tiny", Seed: 5}
+	if err := Write(path, opt); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(path)
@@ -480,7 +480,7 @@ func TestWriteSynth(t *testing.T) {
 	}
 	want, _ := synthImage(t, opt)
 	if !bytes.Equal(got, want) {
-		t.Errorf("WriteSynth wrote %d bytes (sha256 %s), Synth gives %d (%s)", len(got), sha(got), len(want), sha(want))
+		t.Errorf("Write wrote %d bytes (sha256 %s), Build gives %d (%s)", len(got), sha(got), len(want), sha(want))
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -525,7 +525,7 @@ func TestSynthGoldenModels(t *testing.T) {
 	}
 	for _, m := range gm.Models {
 		t.Run(m.Name, func(t *testing.T) {
-			opt := SynthOptions{Arch: m.Options.Arch, Size: m.Options.Size, Type: m.Options.Type, MTP: m.Options.MTP, Seed: m.Options.Seed}
+			opt := Options{Arch: m.Options.Arch, Size: m.Options.Size, Type: m.Options.Type, MTP: m.Options.MTP, Seed: m.Options.Seed}
 			if m.Tokenizer != "" {
 				opt.TokenizerJSON = filepath.Join(root, filepath.FromSlash(m.Tokenizer))
 			}

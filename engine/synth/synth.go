@@ -1,4 +1,4 @@
-package quantize
+package synth
 
 import (
 	"fmt"
@@ -14,8 +14,8 @@ import (
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
 )
 
-// SynthOptions says which synthetic model Synth builds.
-type SynthOptions struct {
+// Options says which synthetic model Build makes.
+type Options struct {
 	Arch string // "qwen35" (the default when empty)
 	Size string // "tiny", "small" or "bench"
 
@@ -92,7 +92,7 @@ var synthSizes = map[string]synthConfig{
 	// 27b has the layer shapes of Qwen3.5/3.6-27B (hidden 5120, FFN 17408,
 	// 24 query / 4 KV heads of 256, DeltaNet 16 key / 48 value heads of 128,
 	// vocabulary 248320; shared/design/reference/model-numerics.md) with 16
-	// of its 64 layers (SynthOptions.Layers sets another count): what a
+	// of its 64 layers (Options.Layers sets another count): what a
 	// decode step reads per layer and for the head is the real model's, for
 	// bandwidth work on a GPU. 9.2 GB in Q8_0 at 16 layers, 5.9 GB at 8.
 	"27b": {
@@ -133,13 +133,13 @@ const (
 	tiedEmbdStd = 0.5 // embedding RMS of a model whose output head is token_embd
 )
 
-// Synth builds a deterministic random-weight model in llama.cpp's layout for
+// Build builds a deterministic random-weight model in llama.cpp's layout for
 // opt.Arch and returns it as a Writer ready to be written. The same options
 // give byte-identical files on every machine: the values come from a
 // splitmix64 stream per tensor (seeded by opt.Seed and the tensor's name) and
 // only exactly rounded arithmetic, so adding MTP or changing the vocabulary
 // leaves every other tensor unchanged.
-func Synth(opt SynthOptions) (*gguf.Writer, error) {
+func Build(opt Options) (*gguf.Writer, error) {
 	s, vocab, err := newSynth(opt)
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func Synth(opt SynthOptions) (*gguf.Writer, error) {
 }
 
 // newSynth checks the options and loads the vocabulary.
-func newSynth(opt SynthOptions) (*synth, *tokenizer.Vocab, error) {
+func newSynth(opt Options) (*synth, *tokenizer.Vocab, error) {
 	arch := opt.Arch
 	if arch == "" {
 		arch = "qwen35"
@@ -186,7 +186,7 @@ func newSynth(opt SynthOptions) (*synth, *tokenizer.Vocab, error) {
 	return s, vocab, nil
 }
 
-func (s *synth) build(opt SynthOptions, vocab *tokenizer.Vocab) (*gguf.Writer, error) {
+func (s *synth) build(opt Options, vocab *tokenizer.Vocab) (*gguf.Writer, error) {
 	s.metadata(opt, vocab)
 	s.weights(opt.MTP)
 	s.generate()
@@ -196,10 +196,10 @@ func (s *synth) build(opt SynthOptions, vocab *tokenizer.Vocab) (*gguf.Writer, e
 	return s.w, nil
 }
 
-// WriteSynth builds the model with Synth and writes it to path atomically
+// Write builds the model with Build and writes it to path atomically
 // (a temporary file in the same folder, synced, then renamed).
-func WriteSynth(path string, opt SynthOptions) error {
-	w, err := Synth(opt)
+func Write(path string, opt Options) error {
+	w, err := Build(opt)
 	if err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func parseWeightType(name string) (tensor.DType, error) {
 	return 0, fmt.Errorf("synth: weight type %q is not one of F32, F16, BF16, Q8_0", name)
 }
 
-func synthVocab(opt SynthOptions) (*tokenizer.Vocab, error) {
+func synthVocab(opt Options) (*tokenizer.Vocab, error) {
 	switch {
 	case opt.Vocab != nil:
 		return opt.Vocab, nil
@@ -375,7 +375,7 @@ func (s *synth) checkShapes() error {
 
 // metadata writes the general, qwen35 and tokenizer keys with the GGUF types
 // llama.cpp's converter uses.
-func (s *synth) metadata(opt SynthOptions, v *tokenizer.Vocab) {
+func (s *synth) metadata(opt Options, v *tokenizer.Vocab) {
 	c := s.cfg
 	const a = "qwen35."
 	blocks := c.layers

@@ -1,7 +1,7 @@
-// Command synthgen writes a synthetic model with quantize.Synth; it stands in
+// Command synthgen writes a synthetic model with synth.Build; it stands in
 // for `edgellmd synth` when making goldens and takes the same options:
 //
-//	go run ./engine/quantize/internal/synthgen -arch qwen35 -size tiny -seed 1 [-mtp] [-type F16] [-tokenizer tokenizer.json] -o OUT.gguf
+//	go run ./engine/synth/internal/synthgen -arch qwen35 -size tiny -seed 1 [-mtp] [-type F16] [-tokenizer tokenizer.json] -o OUT.gguf
 //
 // It prints the file's sha256 and size.
 package main
@@ -14,11 +14,11 @@ import (
 	"io"
 	"os"
 
-	"github.com/edgellmd/edgellmd/engine/quantize"
+	"github.com/edgellmd/edgellmd/engine/synth"
 )
 
 func main() {
-	var opt quantize.SynthOptions
+	var opt synth.Options
 	flag.StringVar(&opt.Arch, "arch", "qwen35", "architecture")
 	flag.StringVar(&opt.Size, "size", "tiny", "tiny, small or bench")
 	flag.StringVar(&opt.Type, "type", "", "weight type: F32, F16, BF16 or Q8_0 (default F32, F16 for bench)")
@@ -31,7 +31,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := quantize.WriteSynth(*out, opt); err != nil {
+	if err := synth.Write(*out, opt); err != nil {
 		fmt.Fprintln(os.Stderr, "synthgen:", err)
 		os.Exit(1)
 	}
