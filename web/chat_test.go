@@ -273,9 +273,14 @@ func TestSeedReproducible(t *testing.T) {
 	}
 }
 
+// storiesGolden is llama.cpp's greedy continuations of stories260K, kept
+// once for the whole repository.
+const storiesGolden = "../testdata/golden/stories260K-greedy64.jsonl"
+
 // TestCompletionsMatchLlamaCpp: /v1/completions, greedy, reproduces
-// llama.cpp's own continuations (testdata/*greedy*.jsonl), from a prompt
-// string and from the same prompt as token ids.
+// llama.cpp's own continuations (storiesGolden and
+// testdata/qwen35-small-greedy-f16kv.jsonl), from a prompt string and from
+// the same prompt as token ids.
 func TestCompletionsMatchLlamaCpp(t *testing.T) {
 	type golden struct {
 		Prompt       string  `json:"prompt"`
@@ -306,7 +311,7 @@ func TestCompletionsMatchLlamaCpp(t *testing.T) {
 		server func(*testing.T, int, Options) *testServer
 		golden []golden
 	}{
-		{"stories260K", storiesServer, read("testdata/stories260K-greedy64.jsonl", 3)},
+		{"stories260K", storiesServer, read(storiesGolden, 3)},
 		{"qwen35-small", qwen35Server, read("testdata/qwen35-small-greedy-f16kv.jsonl", 2)},
 	}
 	for _, tc := range cases {

@@ -42,7 +42,7 @@ func TestTokenizeDetokenize(t *testing.T) {
 		golden string
 		bos    bool
 	}{
-		{"stories260K", storiesServer, "testdata/stories260K-greedy64.jsonl", true},
+		{"stories260K", storiesServer, storiesGolden, true},
 		{"qwen35-small", qwen35Server, "testdata/qwen35-small-greedy-f16kv.jsonl", false},
 	}
 	for _, tc := range cases {
