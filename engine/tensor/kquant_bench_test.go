@@ -81,5 +81,6 @@ func BenchmarkKQuantQ4_0Mat64(b *testing.B) { benchKQuant(b, Q4_0, 1024, 1024, 6
 func BenchmarkKQuantQ2KVec(b *testing.B) { benchKQuant(b, Q2_K, 3584, 1024, 1) }
 func BenchmarkKQuantQ3KVec(b *testing.B) { benchKQuant(b, Q3_K, 3584, 1024, 1) }
 
-func BenchmarkKQuantQ5_0Vec(b *testing.B) { benchKQuant(b, Q5_0, 3584, 1024, 1) }
-func BenchmarkKQuantQ5_1Vec(b *testing.B) { benchKQuant(b, Q5_1, 3584, 1024, 1) }
+func BenchmarkKQuantQ5_0Vec(b *testing.B)  { benchKQuant(b, Q5_0, 3584, 1024, 1) }
+func BenchmarkKQuantQ5_1Vec(b *testing.B)  { benchKQuant(b, Q5_1, 3584, 1024, 1) }
+func BenchmarkKQuantQ2KMat64(b *testing.B) { benchKQuant(b, Q2_K, 1024, 1024, 64) }

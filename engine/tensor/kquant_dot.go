@@ -130,33 +130,37 @@ func dotQ6K(row []byte, act []q8KAct) float32 {
 // lanes first (mins times bsums by pairs), then the scaled values.
 func dotQ2K(row []byte, act []q8KAct) float32 {
 	var acc laneAcc
+	for b := range act[:len(row)/q2KBytes] {
+		q2KStep(&acc, row[b*q2KBytes:(b+1)*q2KBytes], &act[b])
+	}
+	return acc.sum()
+}
+
+// q2KStep is one Q2_K block's step of dotQ2K's lanes.
+func q2KStep(acc *laneAcc, blk []byte, a *q8KAct) {
 	var w [qkK]int8
 	var sc [16]int32
 	var s [8]int32
-	for b := range act[:len(row)/q2KBytes] {
-		blk, a := row[b*q2KBytes:(b+1)*q2KBytes], &act[b]
-		scales, q := blk[0:16], blk[16:80]
-		d := a.d * f16At(blk[80:])
-		dmin := -a.d * f16At(blk[82:])
-		var prod [8]int32
-		for l := 0; l < 8; l++ {
-			prod[l] = int32(scales[2*l]>>4)*int32(a.bsums[2*l]) + int32(scales[2*l+1]>>4)*int32(a.bsums[2*l+1])
-		}
-		acc.step(dmin, &prod)
-		for i := range sc {
-			sc[i] = int32(scales[i] & 0xF)
-		}
-		for j := 0; j < 2; j++ {
-			for v := 0; v < 4; v++ {
-				for p := 0; p < 32; p++ {
-					w[128*j+32*v+p] = int8(q[32*j+p] >> (2 * v) & 3)
-				}
+	scales, q := blk[0:16], blk[16:80]
+	d := a.d * f16At(blk[80:])
+	dmin := -a.d * f16At(blk[82:])
+	var prod [8]int32
+	for l := 0; l < 8; l++ {
+		prod[l] = int32(scales[2*l]>>4)*int32(a.bsums[2*l]) + int32(scales[2*l+1]>>4)*int32(a.bsums[2*l+1])
+	}
+	acc.step(dmin, &prod)
+	for i := range sc {
+		sc[i] = int32(scales[i] & 0xF)
+	}
+	for j := 0; j < 2; j++ {
+		for v := 0; v < 4; v++ {
+			for p := 0; p < 32; p++ {
+				w[128*j+32*v+p] = int8(q[32*j+p] >> (2 * v) & 3)
 			}
 		}
-		kLanes(&s, &w, &sc, &a.q)
-		acc.step(d, &s)
 	}
-	return acc.sum()
+	kLanes(&s, &w, &sc, &a.q)
+	acc.step(d, &s)
 }
 
 // dotQ3K is ggml_vec_dot_q3_K_q8_K (AVX2).
@@ -535,6 +539,29 @@ func (j *mmJob) q5KRows(worker, lo, hi int) {
 	for ; r < hi; r++ {
 		for v := 0; v < n; v++ {
 			j.dst[v*m.Rows+r] = dotQ5KRow(m.Data[r*rb:(r+1)*rb], j.actK[v*nb:(v+1)*nb])
+		}
+	}
+}
+
+// q2KRows computes rows [lo,hi) of a Q2_K product for several vectors,
+// two rows at a time in the AVX-512 register tile (q2kTile), with dotQ2K's
+// bits; a last odd row goes vector by vector.
+func (j *mmJob) q2KRows(worker, lo, hi int) {
+	m, n := j.m, j.n
+	nb, rb := m.Cols/qkK, m.rowBytes()
+	acc := growF32(&j.kAcc[worker], 16*n)
+	r := lo
+	for ; r+2 <= hi; r += 2 {
+		clear(acc)
+		q2kTile(m.Data[r*rb:(r+2)*rb], rb, j.actK, nb, nb, n, acc)
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = (*laneAcc)(acc[16*v : 16*v+8]).sum()
+			j.dst[v*m.Rows+r+1] = (*laneAcc)(acc[16*v+8 : 16*v+16]).sum()
+		}
+	}
+	for ; r < hi; r++ {
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = dotQ2KRow(m.Data[r*rb:(r+1)*rb], j.actK[v*nb:(v+1)*nb])
 		}
 	}
 }

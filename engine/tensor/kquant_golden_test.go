@@ -193,31 +193,39 @@ func TestLegacyRepackedRows(t *testing.T) {
 	}
 }
 
-// TestQ6KRows: the Q6_K and Q5_K rows of MatMul (one vector a row per
-// call, several the two-row tiles or a block for all vectors) give dotQ6K's
-// and dotQ5K's bits for each (row, vector), an odd row count included.
+// TestQ6KRows: the Q6_K, Q5_K and Q2_K rows of MatMul (one vector a row
+// per call, several the two-row tiles or a block for all vectors) give
+// dotQ6K's, dotQ5K's and dotQ2K's bits for each (row, vector), an odd row
+// count included.
 func TestQ6KRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const cols = 512
 	for _, tc := range []struct {
 		typ  DType
 		rows int
-	}{{Q6_K, 16}, {Q6_K, 37}, {Q5_K, 16}, {Q5_K, 37}} {
+	}{{Q6_K, 16}, {Q6_K, 37}, {Q5_K, 16}, {Q5_K, 37}, {Q2_K, 16}, {Q2_K, 37}} {
 		typ, rows := tc.typ, tc.rows
 		bb, dots := q6KBytes, dotQ6K
-		if typ == Q5_K {
+		switch typ {
+		case Q5_K:
 			bb, dots = q5KBytes, dotQ5K
+		case Q2_K:
+			bb, dots = q2KBytes, dotQ2K
 		}
 		data := make([]byte, rows*cols/qkK*bb)
 		for i := range data {
 			data[i] = byte(rng.Uint32())
 		}
 		for b := 0; b < len(data)/bb; b++ {
-			if typ == Q6_K {
+			switch typ {
+			case Q6_K:
 				data[b*bb+209] = 0x20 | byte(rng.Uint32()&0xF)
-			} else {
+			case Q5_K:
 				data[b*bb+1] = 0x20 | byte(rng.Uint32()&0xF)
 				data[b*bb+3] = 0x20 | byte(rng.Uint32()&0xF)
+			case Q2_K:
+				data[b*bb+81] = 0x20 | byte(rng.Uint32()&0xF)
+				data[b*bb+83] = 0x20 | byte(rng.Uint32()&0xF)
 			}
 		}
 		m, err := NewMatrix(typ, rows, cols, data)

@@ -130,3 +130,19 @@ func q5kTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32
 		}
 	}
 }
+
+// q2kTileGo is two rows of a Q2_K matrix (w, w[rb:]; nb blocks each)
+// against n vectors' Q8_K blocks (act[v*astride:]): acc[16v+8h:16v+8h+8]
+// are the eight lanes of row h and vector v, stepping block by block as
+// dotQ2K's do. The twin of q2kTileAVX512.
+func q2kTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	for h := 0; h < 2; h++ {
+		row := w[h*rb : h*rb+nb*q2KBytes]
+		for v := 0; v < n; v++ {
+			la := (*laneAcc)(acc[16*v+8*h : 16*v+8*h+8])
+			for b := 0; b < nb; b++ {
+				q2KStep(la, row[b*q2KBytes:(b+1)*q2KBytes], &act[v*astride+b])
+			}
+		}
+	}
+}

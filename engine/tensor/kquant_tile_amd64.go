@@ -170,3 +170,17 @@ func dotLegacyQ8_1Row(t DType, row []byte, act []q8Act, s []float32) float32 {
 	}
 	return (*laneAcc)(out[:8]).sum() + out[8]
 }
+
+//go:noescape
+func q2kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+
+// q2kTile: see q2kTileGo. Like q6kTile, it runs where useTile512 is set.
+func q2kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	if !useTile512 || nb == 0 || n == 0 {
+		q2kTileGo(w, rb, act, astride, nb, n, acc)
+		return
+	}
+	_, _, _ = w[rb+nb*q2KBytes-1], act[(n-1)*astride+nb-1], acc[16*n-1]
+	var scratch [592]byte
+	q2kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
+}

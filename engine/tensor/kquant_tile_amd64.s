@@ -1339,3 +1339,136 @@ legacyRowQ5_1AVX2_done:
 	VMOVSS X9, 32(R8)
 	VZEROUPPER
 	RET
+
+// Q2PREP(h, row): row h of a Q2_K pair (its block at row): the chunk
+// scale vectors (the low nibbles of the 16 scale bytes through the
+// q6kShuf masks) at 64c+32h, the 16 mins (the high nibbles) at 512+32h,
+// d_w at 576+4h and dmin_w at 584+4h (F32).
+#define Q2PREP(h, row) \
+	VMOVDQU (row), X8; \
+	VPSRLW $4, X8, X9; \
+	VPAND X14, X9, X9; \
+	VPMOVZXBW X9, Y9; \
+	VMOVDQU Y9, (512+32*h)(R14); \
+	VPAND X14, X8, X8; \
+	VPSHUFB q6kShuf<>+0(SB), X8, X10; \
+	VPMOVZXBW X10, Y10; \
+	VMOVDQU Y10, (32*h)(R14); \
+	VPSHUFB q6kShuf<>+16(SB), X8, X10; \
+	VPMOVZXBW X10, Y10; \
+	VMOVDQU Y10, (64+32*h)(R14); \
+	VPSHUFB q6kShuf<>+32(SB), X8, X10; \
+	VPMOVZXBW X10, Y10; \
+	VMOVDQU Y10, (128+32*h)(R14); \
+	VPSHUFB q6kShuf<>+48(SB), X8, X10; \
+	VPMOVZXBW X10, Y10; \
+	VMOVDQU Y10, (192+32*h)(R14); \
+	VPSHUFB q6kShuf<>+64(SB), X8, X10; \
+	VPMOVZXBW X10, Y10; \
+	VMOVDQU Y10, (256+32*h)(R14); \
+	VPSHUFB q6kShuf<>+80(SB), X8, X10; \
+	VPMOVZXBW X10, Y10; \
+	VMOVDQU Y10, (320+32*h)(R14); \
+	VPSHUFB q6kShuf<>+96(SB), X8, X10; \
+	VPMOVZXBW X10, Y10; \
+	VMOVDQU Y10, (384+32*h)(R14); \
+	VPSHUFB q6kShuf<>+112(SB), X8, X10; \
+	VPMOVZXBW X10, Y10; \
+	VMOVDQU Y10, (448+32*h)(R14); \
+	MOVWLZX 80(row), AX; \
+	VMOVD AX, X9; \
+	VCVTPH2PS X9, X9; \
+	VMOVSS X9, (576+4*h)(R14); \
+	MOVWLZX 82(row), AX; \
+	VMOVD AX, X9; \
+	VCVTPH2PS X9, X9; \
+	VMOVSS X9, (584+4*h)(R14)
+
+// Q2U512(src, v, w): chunk 4j+v of the Q2_K pair: bits 2v of src's bytes.
+#define Q2U512(src, v, w) \
+	VPSRLW $(2*v), src, w; \
+	VPANDD Z30, w, w
+
+// func q2kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+// Two rows of nb Q2_K blocks (w, w+rb) against n >= 1 vectors' Q8_K
+// blocks, in the arithmetic of ggml_vec_dot_q2_K_q8_K (AVX2) for each
+// (row, vector), the two rows in one zmm register: per block lanes =
+// fma(-(d_x*dmin_w), float(mins . bsums by pairs), lanes), then lanes =
+// fma(d_x*d_w, float(the scaled value lanes), lanes), into
+// acc[16v+8h:16v+8h+8] for row h. scratch: 592 bytes.
+TEXT ·q2kTileAVX512(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Z30
+	TESTQ CX, CX
+	JEQ q2kzdone
+
+q2kzblock:
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, X14        // the nibble mask (Z14 is a sum below)
+	LEAQ (SI)(BX*1), R8
+	Q2PREP(0, SI)
+	Q2PREP(1, R8)
+	VBROADCASTSS 576(R14), Y13
+	VBROADCASTSS 580(R14), Y12
+	VINSERTF64X4 $1, Y12, Z13, Z13   // d_w of both rows
+	VBROADCASTSS 584(R14), Y12
+	VBROADCASTSS 588(R14), Y11
+	VINSERTF64X4 $1, Y11, Z12, Z12   // dmin_w of both rows
+	VMOVDQU64 16(SI), Y8
+	VINSERTI64X4 $1, 16(SI)(BX*1), Z8, Z8
+	VMOVDQU64 48(SI), Y9
+	VINSERTI64X4 $1, 48(SI)(BX*1), Z9, Z9
+	Q2U512(Z8, 0, Z0)
+	Q2U512(Z8, 1, Z1)
+	Q2U512(Z8, 2, Z2)
+	Q2U512(Z8, 3, Z3)
+	Q2U512(Z9, 0, Z4)
+	Q2U512(Z9, 1, Z5)
+	Q2U512(Z9, 2, Z6)
+	Q2U512(Z9, 3, Z7)
+	MOVQ DI, DX
+	MOVQ acc+56(FP), AX
+	MOVQ n+40(FP), R10
+
+q2kzvec:
+	VMOVUPS (AX), Z18                // the lanes
+	VBROADCASTSS 288(DX), Z19        // d_x
+	VBROADCASTI64X4 256(DX), Z16     // bsums
+	VPMADDWD 512(R14), Z16, Z17      // mins * bsums, by pairs
+	VCVTDQ2PS Z17, Z17
+	VMULPS Z12, Z19, Z20             // d_x*dmin_w
+	VFNMADD231PS Z20, Z17, Z18       // lanes = -(d_x*dmin_w)*float(.) + lanes
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	CH6(0, Z0, Z14)
+	CH6(1, Z1, Z15)
+	CH6(2, Z2, Z14)
+	CH6(3, Z3, Z15)
+	CH6(4, Z4, Z14)
+	CH6(5, Z5, Z15)
+	CH6(6, Z6, Z14)
+	CH6(7, Z7, Z15)
+	VPADDD Z15, Z14, Z14
+	VCVTDQ2PS Z14, Z14
+	VMULPS Z13, Z19, Z20             // d_x*d_w
+	VFMADD231PS Z20, Z14, Z18        // lanes = float(lanes)*d + lanes
+	VMOVUPS Z18, (AX)
+	ADDQ $64, AX
+	ADDQ astride+24(FP), DX
+	DECQ R10
+	JNZ q2kzvec
+
+	ADDQ $84, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q2kzblock
+
+q2kzdone:
+	VZEROUPPER
+	RET

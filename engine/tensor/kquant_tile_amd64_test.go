@@ -365,3 +365,50 @@ func TestLegacyRowAVX2(t *testing.T) {
 		}
 	})
 }
+
+// TestQ2KTileAVX512: the two-row Q2_K tile gives its Go twin's bits (and,
+// from zero, dotQ2K's for each row and vector) on random blocks, scales
+// (extremes included), activations and strides, for 1 to 9 vectors.
+func TestQ2KTileAVX512(t *testing.T) {
+	if !useTile512 {
+		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
+		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q2KBytes
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
+		w := bytesGen(2*rb).Draw(t, "w")
+		for r := 0; r < 2; r++ {
+			for b := 0; b < nb; b++ {
+				for _, o := range []int{80, 82} {
+					h := f16Gen().Draw(t, "d")
+					w[r*rb+b*q2KBytes+o], w[r*rb+b*q2KBytes+o+1] = byte(h), byte(h>>8)
+				}
+			}
+		}
+		act := q8KActGen(t, n*astride)
+		got, want := make([]float32, 16*n), make([]float32, 16*n)
+		for i := range got {
+			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
+			want[i] = got[i]
+		}
+		q2kTile(w, rb, act, astride, nb, n, got)
+		q2kTileGo(w, rb, act, astride, nb, n, want)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): AVX-512 %g, Go %g", i, i/16, i%16/8, i%8, got[i], want[i])
+			}
+		}
+		clear(got)
+		q2kTile(w, rb, act, astride, nb, n, got)
+		for v := 0; v < n; v++ {
+			for r := 0; r < 2; r++ {
+				d := dotQ2K(w[r*rb:r*rb+nb*q2KBytes], act[v*astride:v*astride+nb])
+				if g := (*laneAcc)(got[16*v+8*r : 16*v+8*r+8]).sum(); math.Float32bits(g) != math.Float32bits(d) {
+					t.Fatalf("(row %d, vector %d): tile %g, dotQ2K %g", r, v, g, d)
+				}
+			}
+		}
+	})
+}

@@ -325,6 +325,10 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			j.q5KRows(worker, lo, hi)
 			return
 		}
+		if m.Type == Q2_K && n > 1 && useTile512 {
+			j.q2KRows(worker, lo, hi)
+			return
+		}
 		if repacked && k == actQ8_0 && j.legacyRepackedRows(worker, lo, hi) {
 			return
 		}
