@@ -22,6 +22,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
 	"github.com/edgellmd/edgellmd/engine/turn"
+	"github.com/edgellmd/edgellmd/engine/turn/turntest"
 )
 
 // The tests here stream known model output through the real server: the
@@ -30,45 +31,10 @@ import (
 // tokenization) and the output side (UTF-8, stop strings, engine/chat's
 // parser, SSE) are the production code; the client is openai-go.
 
-var (
-	qwenTokOnce sync.Once
-	qwenTok     *tokenizer.Tokenizer
-	qwenTokErr  error
-)
-
-func qwen3Tokenizer(t *testing.T) *tokenizer.Tokenizer {
-	t.Helper()
-	qwenTokOnce.Do(func() {
-		v, err := tokenizer.LoadTokenizerJSON(qwen3TokenizerGZ)
-		if err != nil {
-			qwenTokErr = err
-			return
-		}
-		qwenTok, qwenTokErr = tokenizer.New(v)
-	})
-	if qwenTokErr != nil {
-		t.Fatal(qwenTokErr)
-	}
-	return qwenTok
-}
+func qwen3Tokenizer(t *testing.T) *tokenizer.Tokenizer { return turntest.Qwen3Tokenizer(t) }
 
 // qwenTemplate is Qwen3's template (JSON tool calls) or Qwen3.5's (XML).
-func qwenTemplate(t *testing.T, model string) *chat.Template {
-	t.Helper()
-	src := qwen3Tokenizer(t).Vocab().ChatTemplate
-	if model == "qwen35" {
-		data, err := os.ReadFile("../engine/chat/testdata/qwen35/chat_template.jinja") // kept once, with its origin, in engine/chat
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = string(data)
-	}
-	tpl, err := chat.NewTemplate(src, "", "<|im_end|>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tpl
-}
+func qwenTemplate(t *testing.T, model string) *chat.Template { return turntest.QwenTemplate(t, model) }
 
 // scriptedSource plays the model: call i of a request emits the tokens of
 // turns[i] (the answer's text, or its continuation after forced markup),

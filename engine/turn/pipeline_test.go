@@ -3,10 +3,8 @@ package turn
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -16,6 +14,7 @@ import (
 	"github.com/edgellmd/edgellmd/engine/chat"
 	"github.com/edgellmd/edgellmd/engine/grammar"
 	"github.com/edgellmd/edgellmd/engine/tokenizer"
+	"github.com/edgellmd/edgellmd/engine/turn/turntest"
 )
 
 // The pipeline's prompt side, with the real Qwen3 tokenizer and the Qwen3
@@ -24,50 +23,14 @@ import (
 // and scripted token sources.
 
 const (
-	qwen3TokenizerGZ = "../tokenizer/testdata/qwen3/tokenizer.json.gz"
 	agentTrace       = "../../bench/testdata/agentic_coding_2.5h.jsonl"
 	bashTool         = `{"type":"function","function":{"name":"bash","description":"run a command","parameters":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}}`
 )
 
-var (
-	qwenTokOnce sync.Once
-	qwenTok     *tokenizer.Tokenizer
-	qwenTokErr  error
-)
-
-func qwen3Tokenizer(t *testing.T) *tokenizer.Tokenizer {
-	t.Helper()
-	qwenTokOnce.Do(func() {
-		v, err := tokenizer.LoadTokenizerJSON(qwen3TokenizerGZ)
-		if err != nil {
-			qwenTokErr = err
-			return
-		}
-		qwenTok, qwenTokErr = tokenizer.New(v)
-	})
-	if qwenTokErr != nil {
-		t.Fatal(qwenTokErr)
-	}
-	return qwenTok
-}
+func qwen3Tokenizer(t *testing.T) *tokenizer.Tokenizer { return turntest.Qwen3Tokenizer(t) }
 
 // qwenTemplate is Qwen3's template (JSON tool calls) or Qwen3.5's (XML).
-func qwenTemplate(t *testing.T, model string) *chat.Template {
-	t.Helper()
-	src := qwen3Tokenizer(t).Vocab().ChatTemplate
-	if model == "qwen35" {
-		data, err := os.ReadFile("../chat/testdata/qwen35/chat_template.jinja") // kept once, with its origin, in engine/chat
-		if err != nil {
-			t.Fatal(err)
-		}
-		src = string(data)
-	}
-	tpl, err := chat.NewTemplate(src, "", "<|im_end|>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tpl
-}
+func qwenTemplate(t *testing.T, model string) *chat.Template { return turntest.QwenTemplate(t, model) }
 
 func qwenPipeline(t *testing.T, opt Options) *Pipeline {
 	t.Helper()
