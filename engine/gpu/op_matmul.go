@@ -281,6 +281,9 @@ func (r *Recorder) matMul(dst Range, w *Matrix, x Range, n int, act tensor.NVFP4
 		spec = append(spec, mmBool(w.Type == tensor.BF16), mmBool(w.Cols%8 == 0), mmBool(soff%4 == 0))
 	case tensor.Q8_0:
 		name = "matmul_q8_0"
+		if r.dev.info.IntDot { // packed dot products: the same integer sums
+			name = "matmul_q8_0_dp"
+		}
 	case tensor.NVFP4:
 		name = "matmul_nvfp4"
 		mode := uint32(0) // W4A8

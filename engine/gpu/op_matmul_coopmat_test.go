@@ -391,3 +391,40 @@ func BenchmarkMatMulPaths(b *testing.B) {
 		}
 	}
 }
+
+// TestMatMulQ8DotProduct holds matmul_q8_0_dp (packed int8 dot products,
+// where the device has shaderIntegerDotProduct) and matmul_q8_0 to the
+// CPU's products on ragged shapes (mmBound: the integer sums are exact in
+// both; their float steps are the same, but a compiler may fuse them
+// differently, so the bits may differ by a rounding).
+func TestMatMulQ8DotProduct(t *testing.T) {
+	d := testDevice(t)
+	if !d.info.IntDot {
+		t.Skipf("%s has no shaderIntegerDotProduct: matmul_q8_0_dp is not used there", d.Info().Name)
+	}
+	if err := d.SetMatMul(MatMulScalar); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		d.info.IntDot = true
+		d.SetMatMul(MatMulAuto)
+	}()
+	rng := rand.New(rand.NewPCG(4, 8))
+	for _, sh := range []struct{ rows, cols int }{{17, 64}, {75, 288}, {3, 160}} {
+		cpuM := mmMatrix(t, rng, tensor.Q8_0, sh.rows, sh.cols)
+		w, err := d.UploadMatrix("w", cpuM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrow := make([]float32, sh.cols)
+		for _, n := range []int{1, 3, 16} {
+			x := mmVectors(rng, n, sh.cols)
+			for _, dot := range []bool{true, false} {
+				d.info.IntDot = dot
+				got, _ := mmGPU(t, d, w, x, n, 0, 0)
+				mmCheck(t, fmt.Sprintf("%dx%d n=%d dot %v", sh.rows, sh.cols, n, dot), cpuM, wrow, x, got, n, 0, mmBound)
+			}
+		}
+		w.Free()
+	}
+}
