@@ -20,8 +20,12 @@
 //     products with activations quantized as ggml-cpu does for each (Q8_0,
 //     Q8_1, Q8_K), in the order of its AVX2 kernels, including the
 //     arithmetic of the matrices it repacks (kquant.go, kquant_dot.go; AVX2
-//     kernels for Q4_0/IQ4_NL repacked, Q4_K, Q5_K, Q6_K and IQ4_XS in
-//     kquant_amd64.s, each with its Go twin). CPUSupports (support.go) is
+//     row kernels for every type but IQ4_NL's vec_dot in kquant_amd64.s and
+//     kquant_tile_amd64.s, register tiles of several rows against several
+//     vectors (AVX2 and AVX-512 VNNI) for repacked Q4_0/IQ4_NL and Q4_K,
+//     Q5_K, Q6_K and Q2_K in kquant_tile_amd64.s, the Q8_K activation
+//     quantizer in kquant_quant_amd64.s; each with its Go twin in
+//     kquant_tile.go, kquant_dot.go or kquant.go). CPUSupports (support.go) is
 //     the list of types the engine runs; every other ggml type parses and
 //     is refused at load;
 //   - Matrix, a weight matrix in ggml's layout, usually a slice of a mapped
