@@ -39,14 +39,20 @@ const uint QS = TYPE == 0u || TYPE == 4u ? 1u : TYPE == 1u ? 2u : TYPE == 2u ? 3
 const bool MIN = TYPE == 1u || TYPE == 3u;
 shared float part[NV * WG];
 
-// kvalue is ggml's kvalues_iq4nl[q] (-127, -104, -83, -65, -49, -35, -22,
+// kvalueSel is ggml's kvalues_iq4nl[q] (-127, -104, -83, -65, -49, -35, -22,
 // -10, 1, 13, 25, 38, 53, 69, 89, 113), from four packed words by selects:
 // an indexed constant array would sit in local memory (on NVIDIA, five
 // times slower than the rest of the product).
-int kvalue(uint q) {
+int kvalueSel(uint q) {
     const uint w = q < 8u ? (q < 4u ? 0xBFAD9881u : 0xF6EADDCFu) : (q < 12u ? 0x26190D01u : 0x71594535u);
     return bitfieldExtract(int(w), int(8u * (q & 3u)), 8);
 }
+
+// The levels in shared memory, filled by kvalueSel at the start (as
+// llama.cpp's Vulkan shaders keep kvalues_iq4nl): one load per value, the
+// 16 entries in 16 banks.
+shared int kvs[16];
+int kvalue(uint q) { return kvs[q]; }
 
 float halfToFloat(uint h) {
     const uint e = (h >> 10) & 0x1fu, m = h & 0x3ffu, s = (h & 0x8000u) << 16;
@@ -67,6 +73,10 @@ void main() {
     const uint g = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (g >= pc.groups) return; // uniform over the workgroup
     const uint tid = gl_LocalInvocationID.x;
+    if (TYPE == 4u) { // IQ4's levels
+        if (tid < 16u) kvs[tid] = kvalueSel(tid);
+        barrier();
+    }
     const uint row = (g / pc.vgroups) * R + tid / TPR, lane = tid % TPR, v0 = (g % pc.vgroups) * NV;
     const uint nb = pc.cols / 32u, units = nb * 2u;
     float acc[NV];
