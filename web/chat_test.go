@@ -273,13 +273,18 @@ func TestSeedReproducible(t *testing.T) {
 	}
 }
 
-// storiesGolden is llama.cpp's greedy continuations of stories260K, kept
-// once for the whole repository.
-const storiesGolden = "../testdata/golden/stories260K-greedy64.jsonl"
+// The goldens these tests share with the rest of the repository, each kept
+// once where it was made (its README there says how).
+const (
+	storiesGolden     = "../testdata/golden/stories260K-greedy64.jsonl"
+	qwen35SmallGolden = "../testdata/qwen35/golden-small-f16kv.jsonl"
+	// MLPerf conversations and Hugging Face's renderings of them
+	chatRenderGoldens = "../engine/chat/testdata/render/mlperf_*.request.json"
+)
 
 // TestCompletionsMatchLlamaCpp: /v1/completions, greedy, reproduces
 // llama.cpp's own continuations (storiesGolden and
-// testdata/qwen35-small-greedy-f16kv.jsonl), from a prompt string and from
+// ../testdata/qwen35/golden-small-f16kv.jsonl), from a prompt string and from
 // the same prompt as token ids.
 func TestCompletionsMatchLlamaCpp(t *testing.T) {
 	type golden struct {
@@ -312,7 +317,7 @@ func TestCompletionsMatchLlamaCpp(t *testing.T) {
 		golden []golden
 	}{
 		{"stories260K", storiesServer, read(storiesGolden, 3)},
-		{"qwen35-small", qwen35Server, read("testdata/qwen35-small-greedy-f16kv.jsonl", 2)},
+		{"qwen35-small", qwen35Server, read(qwen35SmallGolden, 2)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

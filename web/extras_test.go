@@ -43,7 +43,7 @@ func TestTokenizeDetokenize(t *testing.T) {
 		bos    bool
 	}{
 		{"stories260K", storiesServer, storiesGolden, true},
-		{"qwen35-small", qwen35Server, "testdata/qwen35-small-greedy-f16kv.jsonl", false},
+		{"qwen35-small", qwen35Server, qwen35SmallGolden, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,10 +105,10 @@ func equalIDs(a, b []int32) bool {
 
 // TestApplyTemplateGoldens: /apply-template on the Qwen3-tokenizer model
 // gives, byte for byte, what Hugging Face's apply_chat_template gave for
-// MLPerf conversations (testdata/render, made by engine/chat's reference).
+// MLPerf conversations (engine/chat/testdata/render, made by its reference).
 func TestApplyTemplateGoldens(t *testing.T) {
 	ts := qwen35Server(t, 2, Options{})
-	reqs, _ := filepath.Glob("testdata/render/*.request.json")
+	reqs, _ := filepath.Glob(chatRenderGoldens)
 	if len(reqs) == 0 {
 		t.Fatal("no requests")
 	}

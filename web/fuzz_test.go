@@ -25,7 +25,7 @@ func FuzzDecodeChatRequest(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	if paths, _ := filepath.Glob("testdata/render/*.request.json"); len(paths) > 0 {
+	if paths, _ := filepath.Glob(chatRenderGoldens); len(paths) > 0 {
 		if data, err := os.ReadFile(paths[0]); err == nil {
 			f.Add(data)
 		}

@@ -27,7 +27,7 @@ import (
 const (
 	storiesPath       = "../testdata/models/stories260K.gguf"
 	qwen3TokenizerGZ  = "../engine/tokenizer/testdata/qwen3/tokenizer.json.gz"
-	qwen35SmallSeed   = 10   // testdata/qwen35-small-greedy-f16kv.jsonl was made from this model
+	qwen35SmallSeed   = 10   // ../testdata/qwen35/golden-small-f16kv.jsonl was made from this model
 	qwen35TestContext = 4096 // long enough to outlast cancellation and timeouts
 )
 
