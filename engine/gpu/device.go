@@ -113,11 +113,18 @@ type Device struct {
 	// cooperative-matrix shaders with, below coopMin (mmSkinnyMinVectors;
 	// tests raise it to run the scalar shaders or lower coopMin).
 	skinnyMin int
-	// attCoopOn puts attention over F16 and E4M3 caches on cooperative
-	// matrices on the cooperative-matrix path (attention_cm.comp). Off
-	// until the model tests' tolerances take its F16 roundings of the
-	// query and the weights (tests and BenchmarkModel27B turn it on).
-	attCoopOn bool
+	// skinnyGroups is mmSkinnyMinGroups (tests: 0 keeps every matrix at
+	// mmSkinnyRows rows a workgroup).
+	skinnyGroups int
+	// attCoopMin is the fewest tokens an attention call over an F16 or
+	// E4M3 cache takes cooperative matrices with on the cooperative-matrix
+	// path (attention_cm.comp), 0 for none: attCoopMinTokens, prefill
+	// chunks, where the CPU engine's own attention is its tiled F32 path;
+	// decode steps and verify trees keep attention_f16 and attention.comp
+	// until the model tests' tolerances take attention_cm's F16 roundings
+	// of the query and the weights (tests and BenchmarkModel27B's
+	// coopmat_fa lower it to 1).
+	attCoopMin int
 }
 
 // ParseSelector checks a device selector as config and flags take it:
@@ -192,7 +199,7 @@ func Open(sel string) (*Device, error) {
 	info.CoopMat = d.CoopMat.KHR && d.CoopMat.MemoryModel
 	info.CoopMat2 = info.CoopMat && d.CoopMat.NV2 && d.CoopMat.NV2Features[1] != 0
 	info.MatrixShapes = matrixShapes(d)
-	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}, coopMin: mmCoopMinVectors, skinnyMin: mmSkinnyMinVectors}
+	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}, coopMin: mmCoopMinVectors, skinnyMin: mmSkinnyMinVectors, skinnyGroups: mmSkinnyMinGroups, attCoopMin: attCoopMinTokens}
 	dev.rec = newRecorder(dev)
 	if err := dev.SetMatMul(MatMulAuto); err != nil { // auto never fails
 		dev.Close()

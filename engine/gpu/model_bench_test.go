@@ -103,11 +103,12 @@ func BenchmarkModel27B(b *testing.B) {
 	}
 	logits := make([]float32, 16*V)
 	defer func() {
-		d.attCoopOn = false
+		d.attCoopMin = attCoopMinTokens
 		d.SetMatMul(MatMulAuto)
 	}()
 	// coopmat_fa: coopmat with attention on cooperative matrices too
-	// (attention_cm.comp, off by default: Device.attCoopOn).
+	// (attention_cm.comp, which coopmat runs for prefill chunks only:
+	// Device.attCoopMin), decode steps and verify trees included.
 	for _, run := range []string{MatMulScalar, MatMulCoopMat, "coopmat_fa"} {
 		mm := run
 		if run == "coopmat_fa" {
@@ -117,7 +118,10 @@ func BenchmarkModel27B(b *testing.B) {
 			b.Logf("%s: %v", mm, err)
 			continue
 		}
-		d.attCoopOn = run == "coopmat_fa"
+		d.attCoopMin = attCoopMinTokens
+		if run == "coopmat_fa" {
+			d.attCoopMin = 1
+		}
 		b.Run(run, func(b *testing.B) {
 			var prefill, decode, verify time.Duration
 			var prefillMACs, prefillCoop, verifyMACs, verifyCoop int64

@@ -5,7 +5,8 @@ import (
 )
 
 // Flash attention on cooperative matrices (shaders/attention_cm.comp): on
-// the cooperative-matrix path with Device.attCoopOn, every Attention call over an F16 or E4M3
+// the cooperative-matrix path, every Attention call of Device.attCoopMin
+// tokens or more (attCoopMinTokens: prefill chunks) over an F16 or E4M3
 // cache whose head dimension the f16 tiles divide (at most 256), trees of
 // at most attCoopMaxTree nodes, runs Q·Kᵀ and P·V as f16 tile products
 // with F32 accumulators, the query rows and the weights rounded to F16.
@@ -14,14 +15,18 @@ import (
 // attention.comp (F32 arithmetic, which f16 tiles would round).
 
 const (
-	attCoopMaxHD   = 256
-	attCoopMaxTree = 256 // tree nodes: the shader's visibility masks (MAXTW words)
+	// attCoopMinTokens is Device.attCoopMin: the CPU engine's attention
+	// over an F16 cache is ggml's one-row flash attention below it and its
+	// tiled F32 path from it (attGGMLTokens).
+	attCoopMinTokens = attGGMLTokens
+	attCoopMaxHD     = 256
+	attCoopMaxTree   = 256 // tree nodes: the shader's visibility masks (MAXTW words)
 )
 
 // attCoop reports whether an Attention call of p over a kvType cache runs
 // on cooperative matrices on this device.
 func (d *Device) attCoop(kvType tensor.DType, p AttnParams) bool {
-	if d.matmul != MatMulCoopMat || !d.attCoopOn || (kvType != tensor.F16 && kvType != tensor.E4M3) {
+	if d.matmul != MatMulCoopMat || d.attCoopMin <= 0 || p.Tokens < d.attCoopMin || (kvType != tensor.F16 && kvType != tensor.E4M3) {
 		return false
 	}
 	if !p.Chain && p.Tokens > attCoopMaxTree {

@@ -264,8 +264,8 @@ func TestAttnCoopMat(t *testing.T) {
 	} {
 		t.Run(tiles.name, func(t *testing.T) {
 			d := coopDevice(t, tiles.f16, tiles.i8)
-			d.attCoopOn = true
-			defer func() { d.attCoopOn = false }()
+			d.attCoopMin = 1
+			defer func() { d.attCoopMin = attCoopMinTokens }()
 			for _, kv := range []tensor.DType{tensor.F16, tensor.E4M3} {
 				ran := 0
 				for _, c := range tiles.cases {

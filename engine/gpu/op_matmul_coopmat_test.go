@@ -139,12 +139,16 @@ func TestMatMulSkinny(t *testing.T) {
 	for _, tiles := range []struct {
 		name    string
 		f16, i8 tile
+		groups  int
 	}{
-		{"driver's tiles", tile{}, tile{}},
-		{"NVIDIA's 16x16x16 f16, 16x16x32 int8 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 32}},
+		{"driver's tiles", tile{}, tile{}, mmSkinnyMinGroups},
+		{"driver's tiles, 32 rows a workgroup", tile{}, tile{}, 0},
+		{"NVIDIA's 16x16x16 f16, 16x16x32 int8 (NV2 flexible)", tile{16, 16, 16}, tile{16, 16, 32}, mmSkinnyMinGroups},
 	} {
 		t.Run(tiles.name, func(t *testing.T) {
 			d := skinnyDevice(t, tiles.f16, tiles.i8)
+			d.skinnyGroups = tiles.groups
+			defer func() { d.skinnyGroups = mmSkinnyMinGroups }()
 			rng := rand.New(rand.NewPCG(31, 9))
 			for _, c := range skinnyCases {
 				for _, sh := range c.shapes {

@@ -22,6 +22,9 @@ const (
 	// mmSkinnyVectors is the vectors a skinny workgroup covers (BN, at
 	// least one tile): a 16-node verify tree in one.
 	mmSkinnyVectors = 16
+	// mmSkinnyMinGroups is the workgroups below which a skinny product
+	// takes one row tile a workgroup rather than mmSkinnyRows.
+	mmSkinnyMinGroups = 512
 	// mmSkinnyMinVectors is the fewest vectors a product takes the skinny
 	// shaders with on the cooperative-matrix path (Device.skinnyMin). It
 	// is 1 so that a decode step and a verify pass give a vector the same
@@ -107,6 +110,12 @@ func (r *Recorder) coopSkinny(w *Matrix, kind mmKind, n int) (tile, skinny, bool
 	// vector's bits do not depend on n.
 	if cn := (n + t.N - 1) / t.N; ok && cn < sk.CN && (sk.CM*t.M*cn*t.N)%d.info.SubgroupSize == 0 {
 		sk.CN = cn
+	}
+	// A matrix of few rows (5120: the 27B model's FFN down and attention
+	// output) takes one row tile a workgroup, for twice the workgroups
+	// reading it at once; the stage, and so the bits, stay the same.
+	if ok && sk.CM > 1 && (w.Rows+sk.CM*t.M-1)/(sk.CM*t.M) < d.skinnyGroups && (t.M*sk.CN*t.N)%d.info.SubgroupSize == 0 {
+		sk.CM = 1
 	}
 	return t, sk, ok
 }
