@@ -188,7 +188,9 @@ if [ "$haveBin" = no ]; then
 		pathsSummary <"$WORK/paths.txt"
 		l=$(grep 'BenchmarkModel27B/coopmat-' "$WORK/model27b.txt" | tail -1)
 		s=$(grep 'BenchmarkModel27B/scalar-' "$WORK/model27b.txt" | tail -1)
-		echo "summary verify16/decode: scalar $(echo "$s" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p');" \
+		f=$(grep 'BenchmarkModel27B/coopmat_fa-' "$WORK/model27b.txt" | tail -1)
+		echo "summary verify16/decode: scalar $(echo "$s" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p')," \
+			"coopmat with attention on tensor cores $(echo "$f" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p');" \
 			"decode ms/step: scalar $(echo "$s" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) decode_ms/step.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) decode_ms/step.*|\1|p')"
 	else
 		cat "$WORK/paths.txt"
