@@ -23,8 +23,8 @@ import (
 // and scripted token sources.
 
 const (
-	agentTrace       = "../../bench/testdata/agentic_coding_2.5h.jsonl"
-	bashTool         = `{"type":"function","function":{"name":"bash","description":"run a command","parameters":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}}`
+	agentTrace = "../../bench/testdata/agentic_coding_2.5h.jsonl"
+	bashTool   = `{"type":"function","function":{"name":"bash","description":"run a command","parameters":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}}`
 )
 
 func qwen3Tokenizer(t *testing.T) *tokenizer.Tokenizer { return turntest.Qwen3Tokenizer(t) }
