@@ -20,8 +20,9 @@
 #      the weights are used in place. A "summary" line per path, and one
 #      with verify16/decode on both;
 #   4. the matrix products alone (bin/gpu.test's BenchmarkMatMulPaths):
-#      scalar shaders, the skinny tile shaders (what coopmat runs below 64
-#      vectors) and the 64x64 tiles, with a summary table of microseconds.
+#      scalar shaders, the skinny tile shaders (off by default: what
+#      coopmat would run below 64 vectors) and the 64x64 tiles, with a
+#      summary table of microseconds.
 #
 # Environment:
 #   BIN            edgellmd binary (default bin/edgellmd; built first when
@@ -72,7 +73,8 @@ fail() {
 # pathsSummary < BenchmarkMatMulPaths output: per product and vector
 # count, the microseconds of the scalar shaders, the skinny tile shaders
 # and the 64x64 tile shaders side by side (the skinny ones are what coopmat
-# runs below 64 vectors: decode steps, verify trees, a few sequences).
+# would run below 64 vectors, decode steps, verify trees and a few
+# sequences, were they on: mmSkinnyMinVectors).
 pathsSummary() {
 	awk '/^BenchmarkMatMulPaths\//{
 		split($1, p, "/"); path=p[5]; sub(/-[0-9]+$/, "", path); key=p[2] " " p[3] " " p[4]
@@ -189,9 +191,10 @@ if [ "$haveBin" = no ]; then
 		l=$(grep 'BenchmarkModel27B/coopmat-' "$WORK/model27b.txt" | tail -1)
 		s=$(grep 'BenchmarkModel27B/scalar-' "$WORK/model27b.txt" | tail -1)
 		f=$(grep 'BenchmarkModel27B/coopmat_fa-' "$WORK/model27b.txt" | tail -1)
+		k=$(grep 'BenchmarkModel27B/coopmat_skinny-' "$WORK/model27b.txt" | tail -1)
 		echo "summary verify16/decode: scalar $(echo "$s" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p')," \
-			"coopmat with attention on tensor cores $(echo "$f" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p');" \
-			"decode ms/step: scalar $(echo "$s" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) decode_ms/step.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) decode_ms/step.*|\1|p')"
+			"coopmat with attention on tensor cores $(echo "$f" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p'), coopmat with the skinny shaders $(echo "$k" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) verify16/decode.*|\1|p');" \
+			"decode ms/step: scalar $(echo "$s" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) decode_ms/step.*|\1|p'), coopmat $(echo "$l" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) decode_ms/step.*|\1|p'), coopmat with the skinny shaders $(echo "$k" | sed -n 's|.*[[:space:]]\([0-9.e+-]*\) decode_ms/step.*|\1|p')"
 	else
 		cat "$WORK/paths.txt"
 		fail "BenchmarkMatMulPaths"

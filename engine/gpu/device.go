@@ -110,8 +110,9 @@ type Device struct {
 	// path with (mmCoopMinVectors; tests lower it to run every row count).
 	coopMin int
 	// skinnyMin is the fewest vectors a product takes the skinny
-	// cooperative-matrix shaders with, below coopMin (mmSkinnyMinVectors;
-	// tests raise it to run the scalar shaders or lower coopMin).
+	// cooperative-matrix shaders with, below coopMin (mmSkinnyMinVectors,
+	// which leaves them off; the tests and BenchmarkModel27B's
+	// coopmat_skinny lower it to 1).
 	skinnyMin int
 	// skinnyGroups is mmSkinnyMinGroups (tests: 0 keeps every matrix at
 	// mmSkinnyRows rows a workgroup).

@@ -103,24 +103,30 @@ func BenchmarkModel27B(b *testing.B) {
 	}
 	logits := make([]float32, 16*V)
 	defer func() {
-		d.attCoopMin = attCoopMinTokens
+		d.attCoopMin, d.skinnyMin = attCoopMinTokens, mmSkinnyMinVectors
 		d.SetMatMul(MatMulAuto)
 	}()
 	// coopmat_fa: coopmat with attention on cooperative matrices too
 	// (attention_cm.comp, which coopmat runs for prefill chunks only:
 	// Device.attCoopMin), decode steps and verify trees included.
-	for _, run := range []string{MatMulScalar, MatMulCoopMat, "coopmat_fa"} {
+	// coopmat_skinny: coopmat with passes below 64 vectors (decode steps,
+	// verify trees) on the skinny tile shaders too (off by default:
+	// mmSkinnyMinVectors).
+	for _, run := range []string{MatMulScalar, MatMulCoopMat, "coopmat_fa", "coopmat_skinny"} {
 		mm := run
-		if run == "coopmat_fa" {
+		if run == "coopmat_fa" || run == "coopmat_skinny" {
 			mm = MatMulCoopMat
 		}
 		if err := d.SetMatMul(mm); err != nil {
 			b.Logf("%s: %v", mm, err)
 			continue
 		}
-		d.attCoopMin = attCoopMinTokens
-		if run == "coopmat_fa" {
+		d.attCoopMin, d.skinnyMin = attCoopMinTokens, mmSkinnyMinVectors
+		switch run {
+		case "coopmat_fa":
 			d.attCoopMin = 1
+		case "coopmat_skinny":
+			d.skinnyMin = 1
 		}
 		b.Run(run, func(b *testing.B) {
 			var prefill, decode, verify time.Duration

@@ -27,11 +27,18 @@ const (
 	mmSkinnyMinGroups = 512
 	// mmSkinnyMinVectors is the fewest vectors a product takes the skinny
 	// shaders with on the cooperative-matrix path (Device.skinnyMin). It
-	// is 1 so that a decode step and a verify pass give a vector the same
-	// bits (the skinny shaders' order of additions depends on the columns
-	// alone), as they do on the scalar shaders, and speculative decoding
-	// gives plain greedy decoding's tokens.
-	mmSkinnyMinVectors = 1
+	// is mmCoopMinVectors, so the skinny shaders are off by default and
+	// passes below 64 vectors (decode steps, verify trees) stay on the
+	// scalar shaders, whose speed an H200 measured: a one-vector Q8_0
+	// product on the skinny shader took 1.8-2.5 ms there (17408x5120;
+	// BenchmarkMatMulKQuant on the coopmat path, 2026-12-04), about 20x
+	// the ~0.1 ms its 94.7 MB take at the scalar shaders' rate, and
+	// lavapipe shows the same (3-13x slower at one vector). Turning them on must keep
+	// decode and verify on the same shaders (1 here, not 2), so that a
+	// vector's bits do not depend on the pass and speculative decoding
+	// gives plain greedy decoding's tokens; BenchmarkModel27B's
+	// coopmat_skinny and BenchmarkMatMulPaths measure that on a GPU.
+	mmSkinnyMinVectors = mmCoopMinVectors
 )
 
 // skinny is a skinny shader's specialization: CM×CN tiles per subgroup
