@@ -495,36 +495,7 @@ func TestGetRowsKQuant(t *testing.T) {
 		const rows = 37
 		cols := 2 * typ.BlockElems()
 		cpuM := kqMatrix(t, rng, typ, rows, cols, true)
-		m, err := d.UploadMatrix("embd", cpuM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids := []int32{0, 36, 5, 5, 17, -1, 37, 1 << 30, 2, 11}
-		n := len(ids)
-		const pad = 12
-		ib := mmBuffer(t, d, pad, i32Bytes(ids), 0)
-		db := mmBuffer(t, d, pad, nil, int64(4*n*cols))
-		r := d.Begin()
-		r.GetRows(db.Slice(pad, int64(4*n*cols)), m, ib.Slice(pad, int64(4*n)), n)
-		r.Barrier()
-		if _, err := r.Submit(); err != nil {
-			t.Fatal(err)
-		}
-		got := bytesF32(mmDownload(t, d, db, pad, int64(4*n*cols)))
-		want := make([]float32, cols)
-		for i, id := range ids {
-			if id >= 0 && id < rows {
-				cpuM.RowTo(want, int(id))
-			} else {
-				clear(want)
-			}
-			for c, w := range want {
-				if g := got[i*cols+c]; math.Float32bits(g) != math.Float32bits(w) {
-					t.Fatalf("%s %dx%d: row %d (id %d) value %d: %g (%#x), want %g (%#x)", typ, rows, cols, i, id, c, g, math.Float32bits(g), w, math.Float32bits(w))
-				}
-			}
-		}
-		m.Free()
+		checkGetRows(t, d, &cpuM, []int32{0, 36, 5, 5, 17, -1, 37, 1 << 30, 2, 11})
 	}
 }
 
