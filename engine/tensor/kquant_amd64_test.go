@@ -177,20 +177,8 @@ func TestQ6KRowAVX2(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
 		row := bytesGen(nb*q6KBytes).Draw(t, "row")
-		act := make([]q8KAct, nb)
-		for b := 0; b < nb; b++ {
-			h := uint16(rapid.OneOf(rapid.Uint16Range(0x0001, 0x03FF), rapid.Uint16Range(0x1000, 0x5BFF)).Draw(t, "d"))
-			row[b*q6KBytes+208], row[b*q6KBytes+209] = byte(h), byte(h>>8)
-			copy(act[b].q[:], actGen().Draw(t, "x"))
-			for k := range act[b].bsums {
-				s := 0
-				for _, x := range act[b].q[16*k : 16*k+16] {
-					s += int(x)
-				}
-				act[b].bsums[k] = int16(s)
-			}
-			act[b].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
-		}
+		setScales(t, row, 1, 0, nb, q6KBytes, 208)
+		act := q8KActGen(t, nb)
 		got, want := dotQ6KRow(row, act), dotQ6K(row, act)
 		if math.Float32bits(got) != math.Float32bits(want) {
 			t.Fatalf("AVX2 %g, Go %g", got, want)
@@ -207,22 +195,8 @@ func TestQ5KRowAVX2(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
 		row := bytesGen(nb*q5KBytes).Draw(t, "row")
-		act := make([]q8KAct, nb)
-		for b := 0; b < nb; b++ {
-			for _, o := range []int{0, 2} {
-				h := uint16(rapid.OneOf(rapid.Uint16Range(0x0001, 0x03FF), rapid.Uint16Range(0x1000, 0x5BFF)).Draw(t, "d"))
-				row[b*q5KBytes+o], row[b*q5KBytes+o+1] = byte(h), byte(h>>8)
-			}
-			copy(act[b].q[:], actGen().Draw(t, "x"))
-			for k := range act[b].bsums {
-				s := 0
-				for _, x := range act[b].q[16*k : 16*k+16] {
-					s += int(x)
-				}
-				act[b].bsums[k] = int16(s)
-			}
-			act[b].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
-		}
+		setScales(t, row, 1, 0, nb, q5KBytes, 0, 2)
+		act := q8KActGen(t, nb)
 		got, want := dotQ5KRow(row, act), dotQ5K(row, act)
 		if math.Float32bits(got) != math.Float32bits(want) {
 			t.Fatalf("AVX2 %g, Go %g", got, want)
@@ -239,13 +213,8 @@ func TestIQ4XSRowAVX2(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
 		row := bytesGen(nb*iq4XSBytes).Draw(t, "row")
-		act := make([]q8KAct, nb)
-		for b := 0; b < nb; b++ {
-			h := uint16(rapid.OneOf(rapid.Uint16Range(0x0001, 0x03FF), rapid.Uint16Range(0x1000, 0x5BFF)).Draw(t, "d"))
-			row[b*iq4XSBytes], row[b*iq4XSBytes+1] = byte(h), byte(h>>8)
-			copy(act[b].q[:], actGen().Draw(t, "x"))
-			act[b].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
-		}
+		setScales(t, row, 1, 0, nb, iq4XSBytes, 0)
+		act := q8KActGen(t, nb)
 		got, want := dotIQ4XSRow(row, act), dotIQ4XS(row, act)
 		if math.Float32bits(got) != math.Float32bits(want) {
 			t.Fatalf("AVX2 %g, Go %g", got, want)

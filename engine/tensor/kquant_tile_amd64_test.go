@@ -13,6 +13,31 @@ func f16Gen() *rapid.Generator[uint16] {
 	return rapid.OneOf(rapid.Uint16Range(0x0001, 0x03FF), rapid.Uint16Range(0x1000, 0x5BFF), rapid.Uint16Range(0x9000, 0xABFF))
 }
 
+// setScales draws an F16 scale (f16Gen) at each offset in offs of every
+// block of the rows rows of w, rb bytes apart.
+func setScales(t *rapid.T, w []byte, rows, rb, nb, blockBytes int, offs ...int) {
+	for r := 0; r < rows; r++ {
+		for b := 0; b < nb; b++ {
+			for _, o := range offs {
+				h := f16Gen().Draw(t, "d")
+				p := r*rb + b*blockBytes + o
+				w[p], w[p+1] = byte(h), byte(h>>8)
+			}
+		}
+	}
+}
+
+// accGen draws n starting accumulators, twice (the kernel's and its
+// twin's).
+func accGen(t *rapid.T, n int) (got, want []float32) {
+	got, want = make([]float32, n), make([]float32, n)
+	for i := range got {
+		got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
+		want[i] = got[i]
+	}
+	return got, want
+}
+
 // TestLegacyTileAVX2: the eight-row tile of repacked Q4_0 and IQ4_NL gives
 // its Go twin's bits (and, from zero, dotLegacyRepacked's for every row
 // and vector) on random blocks, scales, activations, row and vector
@@ -50,11 +75,7 @@ func testLegacyTile(t *testing.T) {
 			copy(act[i].q[:], rapid.SliceOfN(rapid.OneOf(rapid.Int8Range(-127, 127), rapid.SampledFrom([]int8{-127, 127, 0})), 32, 32).Draw(t, "x"))
 			act[i].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
 		}
-		got, want := make([]float32, 8*n), make([]float32, 8*n)
-		for i := range got {
-			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
-			want[i] = got[i]
-		}
+		got, want := accGen(t, 8*n)
 		legacyTile(typ, w, rb, act, astride, nb, n, got)
 		legacyTileGo(typ, w, rb, act, astride, nb, n, want)
 		for i := range got {
@@ -117,20 +138,9 @@ func testQ4KTile(t *testing.T) {
 		n := rapid.IntRange(1, 9).Draw(t, "n")
 		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
 		w := bytesGen(8*rb).Draw(t, "w")
-		for r := 0; r < 8; r++ {
-			for b := 0; b < nb; b++ {
-				for _, o := range []int{0, 2} {
-					h := f16Gen().Draw(t, "d")
-					w[r*rb+b*q4KBytes+o], w[r*rb+b*q4KBytes+o+1] = byte(h), byte(h>>8)
-				}
-			}
-		}
+		setScales(t, w, 8, rb, nb, q4KBytes, 0, 2)
 		act := q8KActGen(t, n*astride)
-		got, want := make([]float32, 16*n), make([]float32, 16*n)
-		for i := range got {
-			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
-			want[i] = got[i]
-		}
+		got, want := accGen(t, 16*n)
 		rbuf := make([]int32, 64*n)
 		q4kTile(w, rb, act, astride, nb, n, rbuf, got)
 		q4kTileGo(w, rb, act, astride, nb, n, want)
@@ -165,18 +175,9 @@ func TestQ6KTileAVX512(t *testing.T) {
 		n := rapid.IntRange(1, 9).Draw(t, "n")
 		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
 		w := bytesGen(2*rb).Draw(t, "w")
-		for r := 0; r < 2; r++ {
-			for b := 0; b < nb; b++ {
-				h := f16Gen().Draw(t, "d")
-				w[r*rb+b*q6KBytes+208], w[r*rb+b*q6KBytes+209] = byte(h), byte(h>>8)
-			}
-		}
+		setScales(t, w, 2, rb, nb, q6KBytes, 208)
 		act := q8KActGen(t, n*astride)
-		got, want := make([]float32, 16*n), make([]float32, 16*n)
-		for i := range got {
-			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
-			want[i] = got[i]
-		}
+		got, want := accGen(t, 16*n)
 		q6kTile(w, rb, act, astride, nb, n, got)
 		q6kTileGo(w, rb, act, astride, nb, n, want)
 		for i := range got {
@@ -210,14 +211,7 @@ func TestQ5KTileAVX512(t *testing.T) {
 		n := rapid.IntRange(1, 9).Draw(t, "n")
 		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
 		w := bytesGen(2*rb).Draw(t, "w")
-		for r := 0; r < 2; r++ {
-			for b := 0; b < nb; b++ {
-				for _, o := range []int{0, 2} {
-					h := f16Gen().Draw(t, "d")
-					w[r*rb+b*q5KBytes+o], w[r*rb+b*q5KBytes+o+1] = byte(h), byte(h>>8)
-				}
-			}
-		}
+		setScales(t, w, 2, rb, nb, q5KBytes, 0, 2)
 		act := q8KActGen(t, n*astride)
 		got, want := make([]float32, 32*n), make([]float32, 32*n)
 		for i := range got {
@@ -294,12 +288,7 @@ func TestQ2KRowAVX2(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
 		row := bytesGen(nb*q2KBytes).Draw(t, "row")
-		for b := 0; b < nb; b++ {
-			for _, o := range []int{80, 82} {
-				h := f16Gen().Draw(t, "d")
-				row[b*q2KBytes+o], row[b*q2KBytes+o+1] = byte(h), byte(h>>8)
-			}
-		}
+		setScales(t, row, 1, 0, nb, q2KBytes, 80, 82)
 		act := q8KActGen(t, nb)
 		got, want := dotQ2KRow(row, act), dotQ2K(row, act)
 		if math.Float32bits(got) != math.Float32bits(want) {
@@ -317,10 +306,7 @@ func TestQ3KRowAVX2(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
 		row := bytesGen(nb*q3KBytes).Draw(t, "row")
-		for b := 0; b < nb; b++ {
-			h := f16Gen().Draw(t, "d")
-			row[b*q3KBytes+108], row[b*q3KBytes+109] = byte(h), byte(h>>8)
-		}
+		setScales(t, row, 1, 0, nb, q3KBytes, 108)
 		act := q8KActGen(t, nb)
 		got, want := dotQ3KRow(row, act), dotQ3K(row, act)
 		if math.Float32bits(got) != math.Float32bits(want) {
@@ -379,20 +365,9 @@ func TestQ2KTileAVX512(t *testing.T) {
 		n := rapid.IntRange(1, 9).Draw(t, "n")
 		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
 		w := bytesGen(2*rb).Draw(t, "w")
-		for r := 0; r < 2; r++ {
-			for b := 0; b < nb; b++ {
-				for _, o := range []int{80, 82} {
-					h := f16Gen().Draw(t, "d")
-					w[r*rb+b*q2KBytes+o], w[r*rb+b*q2KBytes+o+1] = byte(h), byte(h>>8)
-				}
-			}
-		}
+		setScales(t, w, 2, rb, nb, q2KBytes, 80, 82)
 		act := q8KActGen(t, n*astride)
-		got, want := make([]float32, 16*n), make([]float32, 16*n)
-		for i := range got {
-			got[i] = float32(rapid.Float64Range(-100, 100).Draw(t, "acc"))
-			want[i] = got[i]
-		}
+		got, want := accGen(t, 16*n)
 		q2kTile(w, rb, act, astride, nb, n, got)
 		q2kTileGo(w, rb, act, astride, nb, n, want)
 		for i := range got {
