@@ -106,21 +106,28 @@ func sameFloat(a, b float32) bool {
 func TestQ4KRepackedRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, rows := range []int{16, 136} {
-		testQ4KRepackedRows(t, rng, rows)
+		checkQ8KRows(t, rng, Q4_K, rows, []int{1, 3}, dotQ4KRepacked, "dotQ4KRepacked")
 	}
 }
 
-func testQ4KRepackedRows(t *testing.T, rng *rand.Rand, rows int) {
+// checkQ8KRows fills a rows x 512 matrix of typ with random blocks (the
+// high bytes of the F16 scales at hi in each block kept ordinary),
+// multiplies 1 to 5 vectors by it with MatMul at 1 and 2 threads, and holds
+// each (row, vector) to dot's bits, dot named name in the message.
+func checkQ8KRows(t *testing.T, rng *rand.Rand, typ DType, rows int, hi []int, dot func([]byte, []q8KAct) float32, name string) {
+	t.Helper()
 	const cols = 512
-	data := make([]byte, rows*cols/qkK*q4KBytes)
+	bb := typ.BlockBytes()
+	data := make([]byte, rows*cols/qkK*bb)
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	for b := 0; b < len(data)/q4KBytes; b++ {
-		data[b*q4KBytes+1] = 0x20 | byte(rng.Uint32()&0xF)
-		data[b*q4KBytes+3] = 0x20 | byte(rng.Uint32()&0xF)
+	for b := 0; b < len(data)/bb; b++ {
+		for _, o := range hi {
+			data[b*bb+o] = 0x20 | byte(rng.Uint32()&0xF)
+		}
 	}
-	m, err := NewMatrix(Q4_K, rows, cols, data)
+	m, err := NewMatrix(typ, rows, cols, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +144,9 @@ func testQ4KRepackedRows(t *testing.T, rng *rand.Rand, rows int) {
 			for v := 0; v < n; v++ {
 				quantizeQ8K(act, x[v*cols:(v+1)*cols])
 				for r := 0; r < rows; r++ {
-					want := dotQ4KRepacked(data[r*cols/qkK*q4KBytes:(r+1)*cols/qkK*q4KBytes], act)
+					want := dot(data[r*cols/qkK*bb:(r+1)*cols/qkK*bb], act)
 					if got := dst[v*rows+r]; math.Float32bits(got) != math.Float32bits(want) {
-						t.Fatalf("threads %d, %d vectors: (row %d, vector %d) = %g, dotQ4KRepacked %g", threads, n, r, v, got, want)
+						t.Fatalf("%s, %d rows, threads %d, %d vectors: (row %d, vector %d) = %g, %s %g", typ, rows, threads, n, r, v, got, name, want)
 					}
 				}
 			}
@@ -199,60 +206,17 @@ func TestLegacyRepackedRows(t *testing.T) {
 // count included.
 func TestQ6KRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	const cols = 512
 	for _, tc := range []struct {
 		typ  DType
 		rows int
 	}{{Q6_K, 16}, {Q6_K, 37}, {Q5_K, 16}, {Q5_K, 37}, {Q2_K, 16}, {Q2_K, 37}} {
-		typ, rows := tc.typ, tc.rows
-		bb, dots := q6KBytes, dotQ6K
-		switch typ {
+		switch tc.typ {
+		case Q6_K:
+			checkQ8KRows(t, rng, Q6_K, tc.rows, []int{209}, dotQ6K, "dotQ6K")
 		case Q5_K:
-			bb, dots = q5KBytes, dotQ5K
+			checkQ8KRows(t, rng, Q5_K, tc.rows, []int{1, 3}, dotQ5K, "dotQ5K")
 		case Q2_K:
-			bb, dots = q2KBytes, dotQ2K
-		}
-		data := make([]byte, rows*cols/qkK*bb)
-		for i := range data {
-			data[i] = byte(rng.Uint32())
-		}
-		for b := 0; b < len(data)/bb; b++ {
-			switch typ {
-			case Q6_K:
-				data[b*bb+209] = 0x20 | byte(rng.Uint32()&0xF)
-			case Q5_K:
-				data[b*bb+1] = 0x20 | byte(rng.Uint32()&0xF)
-				data[b*bb+3] = 0x20 | byte(rng.Uint32()&0xF)
-			case Q2_K:
-				data[b*bb+81] = 0x20 | byte(rng.Uint32()&0xF)
-				data[b*bb+83] = 0x20 | byte(rng.Uint32()&0xF)
-			}
-		}
-		m, err := NewMatrix(typ, rows, cols, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, threads := range []int{1, 2} {
-			p := NewPool(threads)
-			for n := 1; n <= 5; n++ {
-				x := make([]float32, n*cols)
-				for i := range x {
-					x[i] = float32(rng.NormFloat64())
-				}
-				dst := make([]float32, n*rows)
-				p.MatMul(dst, m, x, n)
-				act := make([]q8KAct, cols/qkK)
-				for v := 0; v < n; v++ {
-					quantizeQ8K(act, x[v*cols:(v+1)*cols])
-					for r := 0; r < rows; r++ {
-						want := dots(data[r*cols/qkK*bb:(r+1)*cols/qkK*bb], act)
-						if got := dst[v*rows+r]; math.Float32bits(got) != math.Float32bits(want) {
-							t.Fatalf("%s, %d rows, threads %d, %d vectors: (row %d, vector %d) = %g, the row's dot product %g", typ, rows, threads, n, r, v, got, want)
-						}
-					}
-				}
-			}
-			p.Close()
+			checkQ8KRows(t, rng, Q2_K, tc.rows, []int{81, 83}, dotQ2K, "dotQ2K")
 		}
 	}
 }
