@@ -210,6 +210,16 @@ func (r *Recorder) planAttention(j *attnJob, out, q Range, k, v Range, kvType te
 		return true
 	}
 	pl := attPlanFor(p.Tokens, p.Heads, p.KVHeads, hd, p.Base+p.Tokens, p.Chain)
+	j.name, j.spec, j.nspec, j.grid = "attention", [7]uint32{code}, 1, Groups(pl.groups)
+	return r.setSplitArgs(j, p, pl, chain, [4]int{pl.G, pl.T, pl.nTiles, pl.headTiles}, pl.Bk, kvType, out, q, k, v, anc, scratch)
+}
+
+// setSplitArgs fills in j what attention.comp and attention_cm.comp take
+// alike: the push constants (g: query heads and tokens a workgroup, its
+// token tiles and head tiles; bk: attention.comp's slots a block, 0 for
+// attention_cm), the buffers, and the combine of the slot splits' partial
+// results in scratch; false (the error stuck in r) when scratch is short.
+func (r *Recorder) setSplitArgs(j *attnJob, p AttnParams, pl attPlan, chain uint32, g [4]int, bk int, kvType tensor.DType, out, q, k, v, anc, scratch Range) bool {
 	part := out // bound but unwritten without splits
 	if pl.S > 1 {
 		if !r.ewCheck("Attention", "scratch", scratch, pl.scratchBytes) {
@@ -221,20 +231,19 @@ func (r *Recorder) planAttention(j *attnJob, out, q Range, k, v Range, kvType te
 	if kvType == tensor.E4M3 {
 		sk, vs = p.KScale*p.Scale, p.VScale
 	}
-	j.name, j.spec, j.nspec, j.grid = "attention", [7]uint32{code}, 1, Groups(pl.groups)
 	j.npush = copy(j.push[:], []uint32{
-		uint32(p.Tokens), uint32(p.Heads), uint32(p.KVHeads), uint32(hd),
+		uint32(p.Tokens), uint32(p.Heads), uint32(p.KVHeads), uint32(p.HeadDim),
 		uint32(p.Base), chain, ewWord(q), ewWord(out),
 		ewWord(k), ewWord(v), ewWord(anc), ewWord(part),
-		uint32(pl.G), uint32(pl.T), uint32(pl.nTiles), uint32(pl.headTiles),
-		uint32(pl.S), uint32(pl.chunk), uint32(pl.Bk), 0,
+		uint32(g[0]), uint32(g[1]), uint32(g[2]), uint32(g[3]),
+		uint32(pl.S), uint32(pl.chunk), uint32(bk), 0,
 		F32(sk), F32(vs),
 	})
 	j.bufs = [6]Range{out.Buf.All(), q.Buf.All(), k.Buf.All(), v.Buf.All(), anc.Buf.All(), part.Buf.All()}
 	if pl.S > 1 {
 		rows := p.Tokens * p.Heads
 		j.combine, j.combineGrid = true, Groups(rows)
-		j.combinePush = [6]uint32{uint32(rows), uint32(hd), uint32(pl.S), ewWord(out), ewWord(scratch), F32(vs)}
+		j.combinePush = [6]uint32{uint32(rows), uint32(p.HeadDim), uint32(pl.S), ewWord(out), ewWord(scratch), F32(vs)}
 		j.out, j.scratch = out, scratch
 	}
 	return true

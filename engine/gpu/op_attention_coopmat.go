@@ -93,35 +93,12 @@ func (r *Recorder) planAttentionCoop(j *attnJob, out, q, k, v, anc Range, chain 
 	nTiles := (p.Tokens + T - 1) / T
 	headTiles := group / G
 	pl := attPlanFor(p.Tokens, p.Heads, p.KVHeads, hd, p.Base+p.Tokens, p.Chain)
-	part := out // bound but unwritten without splits
-	if pl.S > 1 {
-		if !r.ewCheck("Attention", "scratch", scratch, pl.scratchBytes) {
-			return false
-		}
-		part = scratch
-	}
 	code := uint32(1)
-	sk, vs := p.Scale, float32(1)
 	if kvType == tensor.E4M3 {
-		code, sk, vs = 2, p.KScale*p.Scale, p.VScale
+		code = 2
 	}
 	groups := nTiles * p.KVHeads * headTiles * pl.S
 	j.name, j.nspec, j.grid = "attention_cm", 7, Groups(groups)
 	j.spec = [7]uint32{uint32(4 * r.dev.info.SubgroupSize), uint32(t.M), uint32(t.N), uint32(t.K), uint32(hd), code, uint32(bc)}
-	j.npush = copy(j.push[:], []uint32{
-		uint32(p.Tokens), uint32(p.Heads), uint32(p.KVHeads), uint32(hd),
-		uint32(p.Base), chain, ewWord(q), ewWord(out),
-		ewWord(k), ewWord(v), ewWord(anc), ewWord(part),
-		uint32(G), uint32(T), uint32(nTiles), uint32(headTiles),
-		uint32(pl.S), uint32(pl.chunk), 0, 0,
-		F32(sk), F32(vs),
-	})
-	j.bufs = [6]Range{out.Buf.All(), q.Buf.All(), k.Buf.All(), v.Buf.All(), anc.Buf.All(), part.Buf.All()}
-	if pl.S > 1 {
-		n := p.Tokens * p.Heads
-		j.combine, j.combineGrid = true, Groups(n)
-		j.combinePush = [6]uint32{uint32(n), uint32(hd), uint32(pl.S), ewWord(out), ewWord(scratch), F32(vs)}
-		j.out, j.scratch = out, scratch
-	}
-	return true
+	return r.setSplitArgs(j, p, pl, chain, [4]int{G, T, nTiles, headTiles}, 0, kvType, out, q, k, v, anc, scratch)
 }
