@@ -78,7 +78,10 @@ func q3KScales(s []byte) (out [16]int8) {
 // dequantizeBlocks decodes the legacy and K-quant types (dequantizeRow's
 // cases beyond F32, F16, BF16, Q8_0 and NVFP4). The float arithmetic is
 // ggml's as its reference C spells it: separate multiply and subtract
-// (ggml-base is built without FMA contraction in llama.cpp's releases).
+// (ggml-base is built without FMA contraction in llama.cpp's releases);
+// the float32() around the minimums' products keeps Go's arm64 compiler
+// from fusing them into the subtraction (the spec lets it, across
+// statements).
 func dequantizeBlocks(t DType, dst []float32, src []byte) {
 	switch t {
 	case Q4_0:
@@ -148,7 +151,7 @@ func dequantizeBlocks(t DType, dst []float32, src []byte) {
 					for half := 0; half < 2; half++ {
 						sc := scales[is]
 						is++
-						dl, ml := d*float32(sc&0xF), dmin*float32(sc>>4)
+						dl, ml := d*float32(sc&0xF), float32(dmin*float32(sc>>4))
 						for l := 0; l < 16; l++ {
 							y[k] = float32(dl*float32((q[32*n+16*half+l]>>shift)&3)) - ml
 							k++
@@ -191,8 +194,8 @@ func dequantizeBlocks(t DType, dst []float32, src []byte) {
 			for j := 0; j < 4; j++ {
 				sc1, m1 := scaleMinK4(2*j, scales)
 				sc2, m2 := scaleMinK4(2*j+1, scales)
-				d1, mm1 := d*float32(sc1), dmin*float32(m1)
-				d2, mm2 := d*float32(sc2), dmin*float32(m2)
+				d1, mm1 := d*float32(sc1), float32(dmin*float32(m1))
+				d2, mm2 := d*float32(sc2), float32(dmin*float32(m2))
 				qq, out := q[32*j:32*j+32], y[64*j:64*j+64]
 				for l := 0; l < 32; l++ {
 					out[l] = float32(d1*float32(qq[l]&0xF)) - mm1
@@ -208,8 +211,8 @@ func dequantizeBlocks(t DType, dst []float32, src []byte) {
 			for j := 0; j < 4; j++ {
 				sc1, m1 := scaleMinK4(2*j, scales)
 				sc2, m2 := scaleMinK4(2*j+1, scales)
-				d1, mm1 := d*float32(sc1), dmin*float32(m1)
-				d2, mm2 := d*float32(sc2), dmin*float32(m2)
+				d1, mm1 := d*float32(sc1), float32(dmin*float32(m1))
+				d2, mm2 := d*float32(sc2), float32(dmin*float32(m2))
 				u1, u2 := byte(1)<<(2*j), byte(2)<<(2*j)
 				qq, out := q[32*j:32*j+32], y[64*j:64*j+64]
 				for l := 0; l < 32; l++ {
@@ -297,8 +300,8 @@ func quantizeQ8KGo(dst []q8KAct, src []float32) {
 			continue
 		}
 		iscale := -127 / max
-		for j, v := range x {
-			a.q[j] = int8(min(127, nearestInt(iscale*v)))
+		for j, v := range x { // float32(): no fused iscale*v+1.5*2^23 on arm64
+			a.q[j] = int8(min(127, nearestInt(float32(iscale*v))))
 		}
 		for j := 0; j < 16; j++ {
 			s := 0
