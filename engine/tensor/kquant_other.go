@@ -2,33 +2,14 @@
 
 package tensor
 
-// No K-quant assembly on this architecture yet: the plain-Go cores.
-
-func q4kLanes(q []byte, x *[qkK]int8, sc *[8]int32, s *[8]int32) { q4kLanesGo(q, x, sc, s) }
-
-func q6kLanes(ql, qh []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
-	q6kLanesGo(ql, qh, x, scv, s)
-}
-
-func q4kStep(q []byte, act []q8KAct, stride, n int, sm *[4]uint32, dW, dminW float32, acc []float32) {
-	q4kStepGo(q, act, stride, n, sm, dW, dminW, acc)
-}
-
-func q6kStep(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int16, dW float32, acc []float32) {
-	q6kStepGo(ql, qh, sc, act, stride, n, scratch, dW, acc)
-}
+// The K-quant hooks that have no kernel on this architecture: the
+// plain-Go cores (kquant_generic.go has those that arm64 has kernels for).
 
 func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
 	return dotLegacyRepacked(t, row, act)
 }
 
 func (j *mmJob) legacyRepackedRows(worker, lo, hi int) bool { return false }
-
-func dotQ4KRepackedRow(row []byte, act []q8KAct) float32 { return dotQ4KRepacked(row, act) }
-
-func dotQ6KRow(row []byte, act []q8KAct) float32 { return dotQ6K(row, act) }
-
-func dotQ5KRow(row []byte, act []q8KAct) float32 { return dotQ5K(row, act) }
 
 func dotIQ4XSRow(row []byte, act []q8KAct) float32 { return dotIQ4XS(row, act) }
 
@@ -46,8 +27,6 @@ func q6kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) 
 func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
 	q5kTileGo(w, rb, act, astride, nb, n, acc)
 }
-
-func quantizeQ8K(dst []q8KAct, src []float32) { quantizeQ8KGo(dst, src) }
 
 func dotQ2KRow(row []byte, act []q8KAct) float32 { return dotQ2K(row, act) }
 

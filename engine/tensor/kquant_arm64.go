@@ -1,0 +1,68 @@
+package tensor
+
+import "unsafe"
+
+// The K-quant kernels of kquant_arm64.s: Q8_K quantization in plain NEON
+// (every arm64 CPU has it), the integer cores in SDOT where the CPU has
+// the dot-product extension (useNEONDot), else the twins. Each gives its
+// twin's bits (kquant_arm64_test.go): quantizeQ8KGo, q4kLanesGo,
+// q6kLanesGo.
+
+//go:noescape
+func quantizeQ8KNEON(x *float32, nb int, dst *q8KAct)
+
+//go:noescape
+func q4kLanesNEON(q *byte, x *int8, sc *int32, s *int32)
+
+//go:noescape
+func q6kLanesNEON(ql, qh *byte, x *int8, scv *int32, s *int32)
+
+// quantizeQ8K is quantizeQ8KGo in quantizeQ8KNEON.
+func quantizeQ8K(dst []q8KAct, src []float32) {
+	if len(dst) == 0 {
+		return
+	}
+	_ = src[len(dst)*qkK-1]
+	quantizeQ8KNEON(&src[0], len(dst), &dst[0])
+}
+
+func q4kLanes(q []byte, x *[qkK]int8, sc *[8]int32, s *[8]int32) {
+	if useNEONDot {
+		_ = q[127]
+		q4kLanesNEON(&q[0], &x[0], &sc[0], &s[0])
+		return
+	}
+	q4kLanesGo(q, x, sc, s)
+}
+
+func q6kLanes(ql, qh []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
+	if useNEONDot {
+		_, _ = ql[127], qh[63]
+		q6kLanesNEON(&ql[0], &qh[0], &x[0], &scv[0], &s[0])
+		return
+	}
+	q6kLanesGo(ql, qh, x, scv, s)
+}
+
+func q4kStep(q []byte, act []q8KAct, stride, n int, sm *[4]uint32, dW, dminW float32, acc []float32) {
+	q4kStepGo(q, act, stride, n, sm, dW, dminW, acc)
+}
+
+func q6kStep(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int16, dW float32, acc []float32) {
+	q6kStepGo(ql, qh, sc, act, stride, n, scratch, dW, acc)
+}
+
+func dotQ4KRepackedRow(row []byte, act []q8KAct) float32 { return dotQ4KRepacked(row, act) }
+
+func dotQ6KRow(row []byte, act []q8KAct) float32 { return dotQ6K(row, act) }
+
+func dotQ5KRow(row []byte, act []q8KAct) float32 { return dotQ5K(row, act) }
+
+// The kernels read q8KAct as 256 quants, 16 int16 sums, the F32 scale.
+var (
+	_ [unsafe.Sizeof(q8KAct{}) - 292]byte
+	_ [292 - unsafe.Sizeof(q8KAct{})]byte
+	_ [unsafe.Offsetof(q8KAct{}.bsums) - 256]byte
+	_ [unsafe.Offsetof(q8KAct{}.d) - 288]byte
+	_ [288 - unsafe.Offsetof(q8KAct{}.d)]byte
+)

@@ -1,0 +1,143 @@
+package tensor
+
+import (
+	"math"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// The K-quant kernels of kquant_arm64.s against their plain-Go twins on
+// random blocks: the same bits. Under qemu (make test-arm64, or
+//
+//	GOARCH=arm64 CGO_ENABLED=0 go test -c -o /tmp/t-arm64.test ./engine/tensor
+//	cd engine/tensor && QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64-static -cpu max /tmp/t-arm64.test -test.run 'Q8KNEON|KNEON'
+//
+// and with -cpu cortex-a72, which has no SDOT, for the fallbacks).
+
+// kF16Gen draws an F16 weight scale: subnormal, ordinary, negative, or one
+// of the extremes (zero, the smallest subnormal, 65504).
+func kF16Gen() *rapid.Generator[uint16] {
+	return rapid.OneOf(rapid.Uint16Range(0x0001, 0x03FF), rapid.Uint16Range(0x1000, 0x5BFF),
+		rapid.Uint16Range(0x9000, 0xABFF), rapid.SampledFrom([]uint16{0x0000, 0x8000, 0x0001, 0x7BFF, 0xFBFF, 0x3C00}))
+}
+
+// kRowGen draws nb blocks of a K-quant type: random bytes (with all-ones,
+// all-zero and nibble patterns), an F16 scale drawn by kF16Gen at each
+// offset in offs of every block.
+func kRowGen(t *rapid.T, nb, blockBytes int, offs ...int) []byte {
+	row := rapid.SliceOfN(rapid.OneOf(rapid.Byte(), rapid.SampledFrom([]byte{0, 0xFF, 0x0F, 0xF0, 0x55, 0xAA})), nb*blockBytes, nb*blockBytes).Draw(t, "row")
+	for b := 0; b < nb; b++ {
+		for _, o := range offs {
+			h := kF16Gen().Draw(t, "d")
+			row[b*blockBytes+o], row[b*blockBytes+o+1] = byte(h), byte(h>>8)
+		}
+	}
+	return row
+}
+
+// kActGen draws n Q8_K activation blocks: quants over the whole int8 range
+// (-128 included, which the quantizer never makes, to hold SDOT's signed
+// bytes to the twins' arithmetic), their sums of 16 (or, sometimes, any
+// int16), and a scale that may be tiny, subnormal, zero or large.
+func kActGen(t *rapid.T, n int) []q8KAct {
+	act := make([]q8KAct, n)
+	for i := range act {
+		copy(act[i].q[:], rapid.SliceOfN(rapid.OneOf(rapid.Int8(), rapid.SampledFrom([]int8{-128, -127, 127, 0})), qkK, qkK).Draw(t, "x"))
+		anySums := rapid.IntRange(0, 5).Draw(t, "anySums") == 0
+		for k := range act[i].bsums {
+			s := 0
+			for _, x := range act[i].q[16*k : 16*k+16] {
+				s += int(x)
+			}
+			if anySums {
+				s = int(rapid.Int16().Draw(t, "bsum"))
+			}
+			act[i].bsums[k] = int16(s)
+		}
+		act[i].d = rapid.OneOf(rapid.Float32Range(1e-6, 10), rapid.SampledFrom([]float32{0, 1e-40, 1, 65504})).Draw(t, "dx")
+	}
+	return act
+}
+
+// noNEONDot runs f with the SDOT kernels off (the twins' paths).
+func noNEONDot(f func()) {
+	saved := useNEONDot
+	useNEONDot = false
+	defer func() { useNEONDot = saved }()
+	f()
+}
+
+// TestQuantizeQ8KNEON: quantizeQ8KNEON gives quantizeQ8KGo's quants, sums
+// and scale bit for bit, on blocks of normal values at any scale, with
+// ties of the rounding (small integers and halves times a power of two),
+// subnormals, zeros, ±65504, infinities and NaNs, and all-zero and
+// zero-and-NaN blocks.
+func TestQuantizeQ8KNEON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 5).Draw(t, "blocks")
+		x := make([]float32, nb*qkK)
+		for b := 0; b < nb; b++ {
+			kind := rapid.IntRange(0, 5).Draw(t, "kind")
+			scale := float32(math.Ldexp(1, rapid.IntRange(-140, 100).Draw(t, "exp")))
+			for i := b * qkK; i < (b+1)*qkK; i++ {
+				switch kind {
+				case 0: // normal values
+					x[i] = scale * rapid.Float32Range(-1, 1).Draw(t, "v")
+				case 1: // halves: ties of nearestInt
+					x[i] = scale * float32(rapid.IntRange(-254, 254).Draw(t, "h")) / 2
+				case 2: // any bits: NaNs, infinities, subnormals
+					x[i] = math.Float32frombits(rapid.Uint32().Draw(t, "bits"))
+				case 3: // the extremes
+					x[i] = rapid.SampledFrom([]float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 65504, -65504, 1, -1}).Draw(t, "e")
+				case 4: // zeros and NaNs only
+					if rapid.Bool().Draw(t, "nan") {
+						x[i] = float32(math.NaN())
+					}
+				}
+			}
+		}
+		got, want := make([]q8KAct, nb), make([]q8KAct, nb)
+		for i := range got { // garbage, which a zero block must clear
+			got[i].d, got[i].bsums[3], got[i].q[7] = 5, 9, 3
+		}
+		quantizeQ8K(got, x)
+		quantizeQ8KGo(want, x)
+		for b := range got {
+			g, w := &got[b], &want[b]
+			if g.q != w.q || g.bsums != w.bsums || math.Float32bits(g.d) != math.Float32bits(w.d) {
+				t.Fatalf("block %d: NEON d %g (%#x) sums %v q %v\nGo d %g (%#x) sums %v q %v", b,
+					g.d, math.Float32bits(g.d), g.bsums, g.q, w.d, math.Float32bits(w.d), w.bsums, w.q)
+			}
+		}
+	})
+}
+
+// TestKQuantLanesNEON: the SDOT integer cores of Q4_K and Q6_K give their
+// twins' eight lanes on random blocks, activations and scales.
+func TestKQuantLanesNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		q := kRowGen(t, 1, 192)
+		x := &kActGen(t, 1)[0].q
+		var sc [8]int32
+		for i, v := range rapid.SliceOfN(rapid.Int32Range(-200, 200), 8, 8).Draw(t, "sc") {
+			sc[i] = v
+		}
+		var scv [64]int32
+		for i, v := range rapid.SliceOfN(rapid.OneOf(rapid.Int32Range(-128, 127), rapid.SampledFrom([]int32{-128, 127, 0})), 64, 64).Draw(t, "scv") {
+			scv[i] = v
+		}
+		var got, want [8]int32
+		q4kLanes(q[:128], x, &sc, &got)
+		q4kLanesGo(q[:128], x, &sc, &want)
+		if got != want {
+			t.Fatalf("Q4_K: NEON %v, Go %v", got, want)
+		}
+		q6kLanes(q[:128], q[128:192], x, &scv, &got)
+		q6kLanesGo(q[:128], q[128:192], x, &scv, &want)
+		if got != want {
+			t.Fatalf("Q6_K: NEON %v, Go %v", got, want)
+		}
+	})
+}
