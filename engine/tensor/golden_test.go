@@ -132,6 +132,33 @@ func TestGoldenMatMul(t *testing.T) {
 	}
 }
 
+// MatMul of an F16 matrix whose rows are not a multiple of 8 values (the
+// F16 fallback llama-quantize writes for stories260K's 172-wide ffn_down)
+// equals ggml's mul_mat bit for bit for one vector and for several: ggml
+// sums it with ggml_vec_dot_f16 at every batch size (tinyBLAS refuses
+// such rows), and so does MatMul (f16VecDotOnly).
+func TestGoldenMatMulF16Odd(t *testing.T) {
+	const rows, cols = 24, 172
+	w := goldenF32(t, "w_f32_172.bin")
+	x := goldenF32(t, "x_f32_172.bin")
+	m := quantizeMatrix(t, F16, rows, cols, w)
+	for _, threads := range []int{1, 2} {
+		p := NewPool(threads)
+		for _, n := range []int{1, 3} {
+			want := goldenF32(t, fmt.Sprintf("y_f16_172_n%d.bin", n))
+			got := make([]float32, n*rows)
+			p.MatMul(got, m, x[:n*cols], n)
+			for i := range got {
+				if !sameBits(got[i], want[i]) {
+					t.Errorf("threads %d, n=%d: y[%d] = %g (%#08x), ggml %g (%#08x)", threads, n, i,
+						got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+				}
+			}
+		}
+		p.Close()
+	}
+}
+
 // q8ProductX86 is MatMul for a Q8_0 matrix with x86-quantized activations,
 // through dotQ8 (odd vector) and dot2Q8 (pairs), the kernels MatMul uses.
 func q8ProductX86(m Matrix, x []float32, n int) []float32 {

@@ -224,6 +224,19 @@ func (p *Pool) MatMul(dst []float32, m Matrix, x []float32, n int) {
 	j.tiled, j.vnni = false, false
 }
 
+// f16VecDotOnly says whether m is an F16 matrix whose products llama.cpp
+// sums in ggml_vec_dot_f16's order whatever the number of vectors: its
+// tinyBLAS (llamafile_sgemm), which takes two or more vectors otherwise,
+// refuses a row length that is not a multiple of its 8 lanes (k % KN), so
+// such a matrix (llama-quantize's F16 fallback for an "unusual shape", such
+// as stories260K's 172-wide ffn_down) goes to vec_dot at every batch size.
+// MatMul sums those in that order too (AttnDotF16Rows: four 8-lane
+// accumulators over blocks of 32, the leftovers in float64), for one vector
+// and several alike, so the bits stay independent of the batch. Rows of a
+// multiple of 8 keep tinyBLAS's order at every batch size (llama.cpp's
+// one-vector products differ there: docs/performance/kquants.md).
+func f16VecDotOnly(m Matrix) bool { return m.Type == F16 && m.Cols%8 != 0 }
+
 // growBytes is grow for bytes.
 func growBytes(s []byte, n int) []byte {
 	if cap(s) < n {
@@ -264,7 +277,7 @@ func (j *mmJob) convert(worker, lo, hi int) {
 			// One vector is read in order (dotF16, dotBF16), and so are
 			// several by the SIMD kernels; for exactRowsLanes they are
 			// stored lane-major.
-			lanes := j.n > 1 && !useSIMD
+			lanes := j.n > 1 && !useSIMD && !f16VecDotOnly(j.m)
 			dst := j.actF[v*cols : (v+1)*cols]
 			if lanes {
 				dst = j.lanes[worker][:cols]
@@ -373,6 +386,12 @@ func (j *mmJob) rows(worker, lo, hi int) {
 		}
 	case F16, BF16:
 		raw := u16View(m.Data[lo*cols*2 : hi*cols*2])
+		if f16VecDotOnly(m) {
+			for v := 0; v < n; v++ {
+				AttnDotF16Rows(j.dst[v*rows+lo:v*rows+hi], raw, cols, j.x[v*cols:(v+1)*cols])
+			}
+			return
+		}
 		if n == 1 {
 			if m.Type == F16 {
 				dotF16Rows(j.dst[lo:hi], raw, cols, j.x)

@@ -141,5 +141,32 @@ int main(int argc, char **argv) {
         wr("rmsnorm_out.bin", R->data, NR * 4);
         ggml_free(ctx);
     }
+
+    // 5. mul_mat of an F16 matrix whose rows are not a multiple of 8 values
+    //    (llama-quantize's F16 fallback for an unusual shape: stories260K's
+    //    172-wide ffn_down): tinyBLAS refuses k % 8, so one vector and
+    //    several alike take ggml_vec_dot_f16.
+    enum { OR = 24, OC = 172, ON = 3 };
+    float *wo = malloc(OR * OC * 4), *xo = malloc(ON * OC * 4);
+    for (int i = 0; i < OR * OC; i++) wo[i] = gauss() * 0.05f;
+    for (int i = 0; i < ON * OC; i++) xo[i] = gauss() * (1 + i / OC);
+    wr("w_f32_172.bin", wo, OR * OC * 4);
+    wr("x_f32_172.bin", xo, ON * OC * 4);
+    for (int n = 1; n <= ON; n += ON - 1) {
+        struct ggml_init_params ip = {16 << 20, NULL, false};
+        struct ggml_context *ctx = ggml_init(ip);
+        struct ggml_tensor *W = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, OC, OR);
+        ggml_quantize_chunk(GGML_TYPE_F16, wo, W->data, 0, OR, OC, NULL);
+        struct ggml_tensor *X = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, OC, n);
+        memcpy(X->data, xo, (size_t)n * OC * 4);
+        struct ggml_tensor *Y = ggml_mul_mat(ctx, W, X);
+        struct ggml_cgraph *gf = ggml_new_graph(ctx);
+        ggml_build_forward_expand(gf, Y);
+        ggml_graph_compute_with_ctx(ctx, gf, 1);
+        char fn[64];
+        snprintf(fn, sizeof fn, "y_f16_172_n%d.bin", n);
+        wr(fn, Y->data, (size_t)n * OR * 4);
+        ggml_free(ctx);
+    }
     return 0;
 }
