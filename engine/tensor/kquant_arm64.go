@@ -6,7 +6,7 @@ import "unsafe"
 // (every arm64 CPU has it), the integer cores in SDOT where the CPU has
 // the dot-product extension (useNEONDot), else the twins. Each gives its
 // twin's bits (kquant_arm64_test.go): quantizeQ8KGo, q4kLanesGo,
-// q6kLanesGo.
+// q6kLanesGo, q4kStepGo, dotQ4KRepacked.
 
 //go:noescape
 func quantizeQ8KNEON(x *float32, nb int, dst *q8KAct)
@@ -44,7 +44,19 @@ func q6kLanes(ql, qh []byte, x *[qkK]int8, scv *[64]int32, s *[8]int32) {
 	q6kLanesGo(ql, qh, x, scv, s)
 }
 
+//go:noescape
+func q4kStepNEON(q *byte, a *q8KAct, astride, n int, sm *uint32, dW, dminW float32, acc *float32)
+
+//go:noescape
+func q4kRowNEON(row *byte, act *q8KAct, nb int) float32
+
+// q4kStep: see q4kStepGo.
 func q4kStep(q []byte, act []q8KAct, stride, n int, sm *[4]uint32, dW, dminW float32, acc []float32) {
+	if useNEONDot && n > 0 {
+		_, _, _ = q[127], act[(n-1)*stride], acc[2*n-1]
+		q4kStepNEON(&q[0], &act[0], stride*int(unsafe.Sizeof(q8KAct{})), n, &sm[0], dW, dminW, &acc[0])
+		return
+	}
 	q4kStepGo(q, act, stride, n, sm, dW, dminW, acc)
 }
 
@@ -52,7 +64,16 @@ func q6kStep(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int16
 	q6kStepGo(ql, qh, sc, act, stride, n, scratch, dW, acc)
 }
 
-func dotQ4KRepackedRow(row []byte, act []q8KAct) float32 { return dotQ4KRepacked(row, act) }
+// dotQ4KRepackedRow is dotQ4KRepacked, in q4kRowNEON where the CPU has
+// SDOT.
+func dotQ4KRepackedRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / q4KBytes
+	if useNEONDot && nb > 0 {
+		_ = act[nb-1]
+		return q4kRowNEON(&row[0], &act[0], nb)
+	}
+	return dotQ4KRepacked(row, act)
+}
 
 func dotQ6KRow(row []byte, act []q8KAct) float32 { return dotQ6K(row, act) }
 

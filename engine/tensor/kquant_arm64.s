@@ -301,3 +301,247 @@ q6klhalf:
 	CBNZ R5, q6klhalf
 	VST1 [V0.S4, V1.S4], (R4)
 	RET
+
+// func q4kStepNEON(q *byte, a *q8KAct, astride, n int, sm *uint32, dW, dminW float32, acc *float32)
+// q4kStepGo: the block's 256 values unpacked once into V8-V23 in the
+// activations' order (chunk j: low nibbles of q[32j..32j+32], then the
+// high ones), then for each of the n activation blocks (astride bytes
+// apart) sub-block c's 32 products by SDOT into T, summed times sc[c]
+// (MUL/MLA by element) and across lanes (ADDV); the minimums' sum from
+// the bsums' pairs (SADDLP) times mins; then acc[2v] = fma(float(sums),
+// dW*a.d, acc[2v]) and acc[2v+1] = fma(float(s), dminW*a.d, acc[2v+1]),
+// FMULS and FMADDS as the twin's fmaF.
+TEXT ·q4kStepNEON(SB), NOSPLIT, $0-56
+	MOVD q+0(FP), R0
+	MOVD a+8(FP), R2
+	MOVD astride+16(FP), R3
+	MOVD n+24(FP), R4
+	MOVD sm+32(FP), R5
+	MOVD acc+48(FP), R6
+	MOVW $0x0f0f0f0f, R7
+	VDUP R7, V31.S4
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1 (R0), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VAND V31.B16, V0.B16, V8.B16
+	VAND V31.B16, V1.B16, V9.B16
+	VUSHR $4, V0.B16, V10.B16
+	VUSHR $4, V1.B16, V11.B16
+	VAND V31.B16, V2.B16, V12.B16
+	VAND V31.B16, V3.B16, V13.B16
+	VUSHR $4, V2.B16, V14.B16
+	VUSHR $4, V3.B16, V15.B16
+	VAND V31.B16, V4.B16, V16.B16
+	VAND V31.B16, V5.B16, V17.B16
+	VUSHR $4, V4.B16, V18.B16
+	VUSHR $4, V5.B16, V19.B16
+	VAND V31.B16, V6.B16, V20.B16
+	VAND V31.B16, V7.B16, V21.B16
+	VUSHR $4, V6.B16, V22.B16
+	VUSHR $4, V7.B16, V23.B16
+	// sc (bytes 0-7 of sm) and mins (8-15) as int32
+	VLD1 (R5), [V24.B16]
+	VUXTL V24.B8, V25.H8
+	VUXTL V25.H4, V26.S4
+	VUXTL2 V25.H8, V27.S4
+	VUXTL2 V24.B16, V25.H8
+	VUXTL V25.H4, V28.S4
+	VUXTL2 V25.H8, V29.S4
+	CBZ R4, q4ksdone
+
+q4ksvec:
+	MOVD R2, R1
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VLD1.P 32(R1), [V24.B16, V25.B16]
+	VLD1.P 32(R1), [V30.B16, V31.B16]
+	WORD $0x4e989500 // SDOT V0.4S, V8.16B, V24.16B
+	WORD $0x4e999520 // SDOT V0.4S, V9.16B, V25.16B
+	WORD $0x4e9e9541 // SDOT V1.4S, V10.16B, V30.16B
+	WORD $0x4e9f9561 // SDOT V1.4S, V11.16B, V31.16B
+	VLD1.P 32(R1), [V24.B16, V25.B16]
+	VLD1.P 32(R1), [V30.B16, V31.B16]
+	WORD $0x4e989582 // SDOT V2.4S, V12.16B, V24.16B
+	WORD $0x4e9995a2 // SDOT V2.4S, V13.16B, V25.16B
+	WORD $0x4e9e95c3 // SDOT V3.4S, V14.16B, V30.16B
+	WORD $0x4e9f95e3 // SDOT V3.4S, V15.16B, V31.16B
+	WORD $0x4f9a8004 // MUL V4.4S, V0.4S, V26.S[0]
+	WORD $0x6fba0024 // MLA V4.4S, V1.4S, V26.S[1]
+	WORD $0x6f9a0844 // MLA V4.4S, V2.4S, V26.S[2]
+	WORD $0x6fba0864 // MLA V4.4S, V3.4S, V26.S[3]
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VLD1.P 32(R1), [V24.B16, V25.B16]
+	VLD1.P 32(R1), [V30.B16, V31.B16]
+	WORD $0x4e989600 // SDOT V0.4S, V16.16B, V24.16B
+	WORD $0x4e999620 // SDOT V0.4S, V17.16B, V25.16B
+	WORD $0x4e9e9641 // SDOT V1.4S, V18.16B, V30.16B
+	WORD $0x4e9f9661 // SDOT V1.4S, V19.16B, V31.16B
+	VLD1.P 32(R1), [V24.B16, V25.B16]
+	VLD1.P 32(R1), [V30.B16, V31.B16]
+	WORD $0x4e989682 // SDOT V2.4S, V20.16B, V24.16B
+	WORD $0x4e9996a2 // SDOT V2.4S, V21.16B, V25.16B
+	WORD $0x4e9e96c3 // SDOT V3.4S, V22.16B, V30.16B
+	WORD $0x4e9f96e3 // SDOT V3.4S, V23.16B, V31.16B
+	WORD $0x6f9b0004 // MLA V4.4S, V0.4S, V27.S[0]
+	WORD $0x6fbb0024 // MLA V4.4S, V1.4S, V27.S[1]
+	WORD $0x6f9b0844 // MLA V4.4S, V2.4S, V27.S[2]
+	WORD $0x6fbb0864 // MLA V4.4S, V3.4S, V27.S[3]
+	WORD $0x4eb1b884 // ADDV S4, V4.4S
+	// the minimums: pairs of bsums (int32) times mins
+	VLD1 (R1), [V5.H8, V6.H8]
+	WORD $0x4e6028a5 // SADDLP V5.4S, V5.8H
+	WORD $0x4e6028c6 // SADDLP V6.4S, V6.8H
+	WORD $0x4ebc9ca5 // MUL V5.4S, V5.4S, V28.4S
+	WORD $0x4ebd94c5 // MLA V5.4S, V6.4S, V29.4S
+	WORD $0x4eb1b8a5 // ADDV S5, V5.4S
+	FMOVS 32(R1), F24              // a.d
+	FMOVS dW+40(FP), F7
+	FMOVS dminW+44(FP), F6
+	FMULS F24, F7, F7              // dW*a.d
+	FMULS F24, F6, F6              // dminW*a.d
+	WORD $0x5e21d884 // SCVTF S4, S4
+	WORD $0x5e21d8a5 // SCVTF S5, S5
+	FMOVS (R6), F0
+	FMOVS 4(R6), F1
+	FMADDS F7, F0, F4, F0          // acc[2v] = fma(float(sums), dW*a.d, acc[2v])
+	FMADDS F6, F1, F5, F1          // acc[2v+1] = fma(float(s), dminW*a.d, acc[2v+1])
+	FMOVS F0, (R6)
+	FMOVS F1, 4(R6)
+	ADD $8, R6, R6
+	ADD R3, R2, R2
+	SUB $1, R4, R4
+	CBNZ R4, q4ksvec
+
+q4ksdone:
+	RET
+
+// func q4kRowNEON(row *byte, act *q8KAct, nb int) float32
+// dotQ4KRepacked for a whole row: per block the scales and mins by ggml's
+// utmp shuffle in general registers (q4KScaleBytes), the scaled integer
+// sum as q4kStepNEON's, the minimums' sum, then acc = fma(float(s),
+// d*a.d, acc) and accMin = fma(float(sm), dmin*a.d, accMin); the result
+// acc - accMin.
+TEXT ·q4kRowNEON(SB), NOSPLIT, $0-28
+	MOVD row+0(FP), R0
+	MOVD act+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVW $0x0f0f0f0f, R3
+	VDUP R3, V31.S4
+	VEOR V30.B16, V30.B16, V30.B16 // acc
+	VEOR V29.B16, V29.B16, V29.B16 // accMin
+	MOVW $0x3f3f3f3f, R10
+	MOVW $0x0f0f0f0f, R11
+	MOVW $0x03030303, R12
+	CBZ R2, q4krdone
+
+q4krblock:
+	FMOVS (R0), F8                 // d, dmin
+	MOVWU 4(R0), R4                // u0
+	MOVWU 8(R0), R5                // u1
+	MOVWU 12(R0), R6               // u2
+	ADD $16, R0, R0
+	// sm0 = u0&kmask1, sm1 = u2&kmask2 | (u0>>6&kmask3)<<4 (the scales)
+	ANDW R10, R4, R7
+	ANDW R11, R6, R8
+	LSRW $6, R4, R9
+	ANDW R12, R9, R9
+	ORRW R9<<4, R8, R8
+	ORR R8<<32, R7, R7
+	VMOV R7, V26.D[0]
+	// sm2 = u1&kmask1, sm3 = u2>>4&kmask2 | (u1>>6&kmask3)<<4 (the mins)
+	ANDW R10, R5, R7
+	LSRW $4, R6, R8
+	ANDW R11, R8, R8
+	LSRW $6, R5, R9
+	ANDW R12, R9, R9
+	ORRW R9<<4, R8, R8
+	ORR R8<<32, R7, R7
+	VMOV R7, V28.D[0]
+	VUXTL V26.B8, V26.H8
+	VUXTL2 V26.H8, V27.S4
+	VUXTL V26.H4, V26.S4
+	VUXTL V28.B8, V28.H8
+	VUXTL2 V28.H8, V15.S4
+	VUXTL V28.H4, V28.S4
+
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 64(R0), [V4.B16, V5.B16, V6.B16, V7.B16]
+	VLD1.P 64(R1), [V20.B16, V21.B16, V22.B16, V23.B16]
+	VAND V31.B16, V0.B16, V16.B16
+	VAND V31.B16, V1.B16, V17.B16
+	VUSHR $4, V0.B16, V18.B16
+	VUSHR $4, V1.B16, V19.B16
+	VEOR V24.B16, V24.B16, V24.B16
+	VEOR V25.B16, V25.B16, V25.B16
+	WORD $0x4e949618 // SDOT V24.4S, V16.16B, V20.16B
+	WORD $0x4e959638 // SDOT V24.4S, V17.16B, V21.16B
+	WORD $0x4e969659 // SDOT V25.4S, V18.16B, V22.16B
+	WORD $0x4e979679 // SDOT V25.4S, V19.16B, V23.16B
+	WORD $0x4f9a830e // MUL V14.4S, V24.4S, V26.S[0]
+	WORD $0x6fba032e // MLA V14.4S, V25.4S, V26.S[1]
+	VLD1.P 64(R1), [V20.B16, V21.B16, V22.B16, V23.B16]
+	VAND V31.B16, V2.B16, V16.B16
+	VAND V31.B16, V3.B16, V17.B16
+	VUSHR $4, V2.B16, V18.B16
+	VUSHR $4, V3.B16, V19.B16
+	VEOR V24.B16, V24.B16, V24.B16
+	VEOR V25.B16, V25.B16, V25.B16
+	WORD $0x4e949618 // SDOT V24.4S, V16.16B, V20.16B
+	WORD $0x4e959638 // SDOT V24.4S, V17.16B, V21.16B
+	WORD $0x4e969659 // SDOT V25.4S, V18.16B, V22.16B
+	WORD $0x4e979679 // SDOT V25.4S, V19.16B, V23.16B
+	WORD $0x6f9a0b0e // MLA V14.4S, V24.4S, V26.S[2]
+	WORD $0x6fba0b2e // MLA V14.4S, V25.4S, V26.S[3]
+	VLD1.P 64(R1), [V20.B16, V21.B16, V22.B16, V23.B16]
+	VAND V31.B16, V4.B16, V16.B16
+	VAND V31.B16, V5.B16, V17.B16
+	VUSHR $4, V4.B16, V18.B16
+	VUSHR $4, V5.B16, V19.B16
+	VEOR V24.B16, V24.B16, V24.B16
+	VEOR V25.B16, V25.B16, V25.B16
+	WORD $0x4e949618 // SDOT V24.4S, V16.16B, V20.16B
+	WORD $0x4e959638 // SDOT V24.4S, V17.16B, V21.16B
+	WORD $0x4e969659 // SDOT V25.4S, V18.16B, V22.16B
+	WORD $0x4e979679 // SDOT V25.4S, V19.16B, V23.16B
+	WORD $0x6f9b030e // MLA V14.4S, V24.4S, V27.S[0]
+	WORD $0x6fbb032e // MLA V14.4S, V25.4S, V27.S[1]
+	VLD1.P 64(R1), [V20.B16, V21.B16, V22.B16, V23.B16]
+	VAND V31.B16, V6.B16, V16.B16
+	VAND V31.B16, V7.B16, V17.B16
+	VUSHR $4, V6.B16, V18.B16
+	VUSHR $4, V7.B16, V19.B16
+	VEOR V24.B16, V24.B16, V24.B16
+	VEOR V25.B16, V25.B16, V25.B16
+	WORD $0x4e949618 // SDOT V24.4S, V16.16B, V20.16B
+	WORD $0x4e959638 // SDOT V24.4S, V17.16B, V21.16B
+	WORD $0x4e969659 // SDOT V25.4S, V18.16B, V22.16B
+	WORD $0x4e979679 // SDOT V25.4S, V19.16B, V23.16B
+	WORD $0x6f9b0b0e // MLA V14.4S, V24.4S, V27.S[2]
+	WORD $0x6fbb0b2e // MLA V14.4S, V25.4S, V27.S[3]
+	WORD $0x4eb1b9ce // ADDV S14, V14.4S
+	VLD1.P 32(R1), [V16.H8, V17.H8]
+	WORD $0x4e602a10 // SADDLP V16.4S, V16.8H
+	WORD $0x4e602a31 // SADDLP V17.4S, V17.8H
+	WORD $0x4ebc9e10 // MUL V16.4S, V16.4S, V28.4S
+	WORD $0x4eaf9630 // MLA V16.4S, V17.4S, V15.4S
+	WORD $0x4eb1ba0d // ADDV S13, V16.4S
+	FMOVS.P 4(R1), F10             // a.d
+	WORD $0x0e217909               // FCVTL V9.4S, V8.4H
+	VDUP V9.S[1], V12.S4           // dmin
+	FMULS F10, F9, F11             // d*a.d
+	FMULS F10, F12, F12            // dmin*a.d
+	WORD $0x5e21d9ce // SCVTF S14, S14
+	WORD $0x5e21d9ad // SCVTF S13, S13
+	FMADDS F11, F30, F14, F30      // acc = fma(float(s), d*a.d, acc)
+	FMADDS F12, F29, F13, F29      // accMin = fma(float(sm), dmin*a.d, accMin)
+	SUB $1, R2, R2
+	CBNZ R2, q4krblock
+
+q4krdone:
+	FSUBS F29, F30, F30
+	FMOVS F30, ret+24(FP)
+	RET

@@ -141,3 +141,61 @@ func TestKQuantLanesNEON(t *testing.T) {
 		}
 	})
 }
+
+// kScaleGen draws an F32 scale as the kernels get them: an F16 weight
+// scale (kF16Gen), or any finite F32 of moderate size.
+func kScaleGen(t *rapid.T, name string) float32 {
+	if rapid.Bool().Draw(t, name+"16") {
+		return f16Table[kF16Gen().Draw(t, name)]
+	}
+	return rapid.Float32Range(-100, 100).Draw(t, name)
+}
+
+// sameBitsK fails t unless got and want have the same bits, or are both
+// NaN (sameFloat).
+func sameBitsK(t *rapid.T, what string, got, want []float32) {
+	for i := range got {
+		if !sameFloat(got[i], want[i]) {
+			t.Fatalf("%s [%d]: NEON %g (%#x), Go %g (%#x)", what, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+	}
+}
+
+// TestQ4KStepNEON: one repacked Q4_K block against 1 to 9 activation
+// blocks (strides 1 to 3) gives q4kStepGo's accumulators bit for bit.
+func TestQ4KStepNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		stride := rapid.IntRange(1, 3).Draw(t, "stride")
+		blk := kRowGen(t, 1, q4KBytes)
+		act := kActGen(t, (n-1)*stride+1)
+		var sm [4]uint32
+		q4KScaleBytes(blk[4:16], &sm)
+		dW, dminW := kScaleGen(t, "dW"), kScaleGen(t, "dminW")
+		got := make([]float32, 2*n)
+		for i := range got {
+			got[i] = kScaleGen(t, "acc")
+		}
+		want := append([]float32(nil), got...)
+		q4kStep(blk[16:144], act, stride, n, &sm, dW, dminW, got)
+		q4kStepGo(blk[16:144], act, stride, n, &sm, dW, dminW, want)
+		sameBitsK(t, "acc", got, want)
+	})
+}
+
+// TestQ4KRowNEON: the Q4_K row kernel of decode gives dotQ4KRepacked's
+// bits (with the twins' cores) on 1 to 7 random blocks with extreme
+// scales.
+func TestQ4KRowNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 7).Draw(t, "blocks")
+		row := kRowGen(t, nb, q4KBytes, 0, 2)
+		act := kActGen(t, nb)
+		got := []float32{dotQ4KRepackedRow(row, act), dotQ4K(row, act)}
+		want := make([]float32, 2)
+		noNEONDot(func() { want[0], want[1] = dotQ4KRepacked(row, act), dotQ4K(row, act) })
+		sameBitsK(t, "dotQ4KRepacked, dotQ4K", got, want)
+	})
+}
