@@ -419,7 +419,11 @@ func dotLegacyQ8(t DType, row []byte, act []q8Act) float32 {
 
 // dotIQ4NL is ggml_vec_dot_iq4_nl_q8_0 (AVX2): even blocks in one
 // accumulator, odd in another, added lane by lane before the horizontal
-// sum; an odd last block is added after it in scalar code.
+// sum; an odd last block is added after it in scalar code. llama.cpp runs
+// it for one vector; for two or more (on matrices it does not repack)
+// its tinyBLAS (tinyBLAS_Q0_AVX: one accumulator), other bits. MatMul
+// keeps vec_dot's arithmetic for any number of vectors
+// (docs/performance/kquants.md, "Exactness").
 func dotIQ4NL(row []byte, act []q8Act) float32 {
 	nb := len(row) / iq4NLBytes
 	var acc [2]laneAcc

@@ -195,7 +195,12 @@ func dotQ3K(row []byte, act []q8KAct) float32 {
 	return acc.sum()
 }
 
-// dotIQ4XS is ggml_vec_dot_iq4_xs_q8_K (AVX2).
+// dotIQ4XS is ggml_vec_dot_iq4_xs_q8_K (AVX2), which llama.cpp runs for
+// one to seven vectors. From eight (on matrices whose rows are a multiple
+// of 8) it takes its IQP panels instead (ggml-cpu/iqp.cpp: the whole
+// super-block's integer sum, one fused multiply-add per super-block, no
+// lanes), other bits; MatMul keeps this arithmetic for any number of
+// vectors (docs/performance/kquants.md, "Exactness").
 func dotIQ4XS(row []byte, act []q8KAct) float32 {
 	var acc laneAcc
 	var w [qkK]int8
@@ -228,7 +233,14 @@ func dotIQ4XS(row []byte, act []q8KAct) float32 {
 // acc); Q4_K's minimums in a second accumulator, subtracted at the end.
 // The activations are quantized to the same values as for vec_dot.
 // MatMul follows that arithmetic for those matrices (repackedAVX2), so
-// that the tokens match llama.cpp's AVX2 build.
+// that the tokens match llama.cpp's AVX2 build. Q4_0 and IQ4_NL's gemm
+// (four vectors at a time, the n % 4 left over through gemv) has the
+// gemv's arithmetic; Q4_K's gemm does not: it adds to the accumulators
+// once per 64 values (per pair of sub-blocks, four fused multiply-adds a
+// super-block) where the gemv adds once per super-block. MatMul keeps
+// the gemv's at every number of vectors, so that a sequence's bits do not
+// depend on its batch; llama.cpp's prompt batches part from it there
+// (docs/performance/kquants.md, "Exactness").
 func repackedAVX2(t DType, rows int) bool {
 	return rows%8 == 0 && (t == Q4_0 || t == IQ4_NL || t == Q4_K)
 }
@@ -251,8 +263,8 @@ func dotLegacyRepacked(t DType, row []byte, act []q8Act) float32 {
 	return acc
 }
 
-// dotQ4KRepacked is ggml_gemv_q4_K_8x8_q8_K's (and gemm's) arithmetic for
-// one row.
+// dotQ4KRepacked is ggml_gemv_q4_K_8x8_q8_K's arithmetic for one row
+// (not its gemm's: see above).
 func dotQ4KRepacked(row []byte, act []q8KAct) float32 {
 	var sc, mins [8]int32
 	var lanes [8]int32
