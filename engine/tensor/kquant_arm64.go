@@ -6,7 +6,7 @@ import "unsafe"
 // (every arm64 CPU has it), the integer cores in SDOT where the CPU has
 // the dot-product extension (useNEONDot), else the twins. Each gives its
 // twin's bits (kquant_arm64_test.go): quantizeQ8KGo, q4kLanesGo,
-// q6kLanesGo, q4kStepGo, dotQ4KRepacked.
+// q6kLanesGo, q4kStepGo, dotQ4KRepacked, q6kStepGo, dotQ6K.
 
 //go:noescape
 func quantizeQ8KNEON(x *float32, nb int, dst *q8KAct)
@@ -60,7 +60,19 @@ func q4kStep(q []byte, act []q8KAct, stride, n int, sm *[4]uint32, dW, dminW flo
 	q4kStepGo(q, act, stride, n, sm, dW, dminW, acc)
 }
 
+//go:noescape
+func q6kStepNEON(ql, qh, sc *byte, a *q8KAct, astride, n int, dW float32, acc *float32)
+
+//go:noescape
+func q6kRowNEON(row *byte, act *q8KAct, nb int, acc *float32)
+
+// q6kStep: see q6kStepGo.
 func q6kStep(ql, qh, sc []byte, act []q8KAct, stride, n int, scratch *[144]int16, dW float32, acc []float32) {
+	if useNEONDot && n > 0 {
+		_, _, _, _, _ = ql[127], qh[63], sc[15], act[(n-1)*stride], acc[8*n-1]
+		q6kStepNEON(&ql[0], &qh[0], &sc[0], &act[0], stride*int(unsafe.Sizeof(q8KAct{})), n, dW, &acc[0])
+		return
+	}
 	q6kStepGo(ql, qh, sc, act, stride, n, scratch, dW, acc)
 }
 
@@ -75,7 +87,17 @@ func dotQ4KRepackedRow(row []byte, act []q8KAct) float32 {
 	return dotQ4KRepacked(row, act)
 }
 
-func dotQ6KRow(row []byte, act []q8KAct) float32 { return dotQ6K(row, act) }
+// dotQ6KRow is dotQ6K, in q6kRowNEON where the CPU has SDOT.
+func dotQ6KRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / q6KBytes
+	if useNEONDot && nb > 0 {
+		_ = act[nb-1]
+		var acc laneAcc
+		q6kRowNEON(&row[0], &act[0], nb, &acc[0])
+		return acc.sum()
+	}
+	return dotQ6K(row, act)
+}
 
 func dotQ5KRow(row []byte, act []q8KAct) float32 { return dotQ5K(row, act) }
 

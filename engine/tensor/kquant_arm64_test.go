@@ -199,3 +199,40 @@ func TestQ4KRowNEON(t *testing.T) {
 		sameBitsK(t, "dotQ4KRepacked, dotQ4K", got, want)
 	})
 }
+
+// TestQ6KStepNEON: one Q6_K block against 1 to 9 activation blocks
+// (strides 1 to 3) gives q6kStepGo's lanes bit for bit.
+func TestQ6KStepNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		stride := rapid.IntRange(1, 3).Draw(t, "stride")
+		blk := kRowGen(t, 1, q6KBytes)
+		act := kActGen(t, (n-1)*stride+1)
+		dW := kScaleGen(t, "dW")
+		got := make([]float32, 8*n)
+		for i := range got {
+			got[i] = kScaleGen(t, "acc")
+		}
+		want := append([]float32(nil), got...)
+		var scratch [144]int16
+		q6kStep(blk[0:128], blk[128:192], blk[192:208], act, stride, n, &scratch, dW, got)
+		q6kStepGo(blk[0:128], blk[128:192], blk[192:208], act, stride, n, &scratch, dW, want)
+		sameBitsK(t, "lanes", got, want)
+	})
+}
+
+// TestQ6KRowNEON: the Q6_K row kernel of decode gives dotQ6K's bits (with
+// the twins' cores) on 1 to 7 random blocks with extreme scales.
+func TestQ6KRowNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 7).Draw(t, "blocks")
+		row := kRowGen(t, nb, q6KBytes, 208)
+		act := kActGen(t, nb)
+		got := []float32{dotQ6KRow(row, act)}
+		want := make([]float32, 1)
+		noNEONDot(func() { want[0] = dotQ6K(row, act) })
+		sameBitsK(t, "dotQ6K", got, want)
+	})
+}
