@@ -94,6 +94,71 @@ func TestKQuantGolden(t *testing.T) {
 	}
 }
 
+// TestKQuantRepackedGolden: MatMul of the matrices llama.cpp repacks on an
+// AVX2 CPU (Q4_0, IQ4_NL and Q4_K with a multiple of 8 rows) bit for bit
+// against llama.cpp's own repacked products (ggml_mul_mat on its repack
+// buffer, testdata/kquant/gen_repack.c): its gemv for one to three
+// vectors, and for Q4_0 and IQ4_NL its gemm for four and five (the
+// activations quantized four at a time, the fifth through gemv). Q4_K's
+// gemm sums otherwise than its gemv and MatMul keeps the gemv's arithmetic
+// at every batch size, so its cases stop at three vectors
+// (docs/performance/kquants.md, "Exactness").
+func TestKQuantRepackedGolden(t *testing.T) {
+	data, err := os.ReadFile("testdata/kquant/ggml-repack-avx2.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data[:4]) != "KQR1" {
+		t.Fatalf("bad magic %q", data[:4])
+	}
+	p := 8
+	u32 := func() int { v := binary.LittleEndian.Uint32(data[p:]); p += 4; return int(v) }
+	f32s := func(k int) []float32 {
+		out := make([]float32, k)
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[p+4*i:]))
+		}
+		p += 4 * k
+		return out
+	}
+	pools := []*Pool{NewPool(1), NewPool(2)}
+	defer pools[0].Close()
+	defer pools[1].Close()
+	for n, i := int(binary.LittleEndian.Uint32(data[4:])), 0; i < n; i++ {
+		typ, cols, rows, nvec := DType(u32()), u32(), u32(), u32()
+		rb, err := typ.RowBytes(int64(cols))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := data[p : p+int(rb)*rows]
+		p += int(rb) * rows
+		x, want := f32s(nvec*cols), f32s(nvec*rows)
+		if !repackedAVX2(typ, rows) {
+			t.Fatalf("case %d: %s with %d rows is not a repacked matrix", i, typ, rows)
+		}
+		if actKind(typ) == actQ8_0 && actQ8Flavor != q8FlavorX86 {
+			continue // the goldens' Q8_0 activations are the x86 quantizer's (TestKQuantGolden)
+		}
+		m, err := NewMatrix(typ, rows, cols, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pool := range pools {
+			got := make([]float32, nvec*rows)
+			pool.MatMul(got, m, x, nvec)
+			for k, v := range got {
+				if !sameFloat(v, want[k]) {
+					t.Errorf("case %d %s %dx%d, %d vectors, %d threads: (vector %d, row %d) = %g (%#x), ggml %g (%#x)",
+						i, typ, rows, cols, nvec, pool.threads, k/rows, k%rows, v, math.Float32bits(v), want[k], math.Float32bits(want[k]))
+				}
+			}
+		}
+	}
+	if p != len(data) {
+		t.Fatalf("%d bytes left over", len(data)-p)
+	}
+}
+
 // sameFloat: the same bits, or both NaN. A NaN's sign and payload are the
 // CPU's choice, not the arithmetic's: x86 makes 0xffc00000 where arm64
 // makes 0x7fc00000 for the same invalid operation (the goldens are x86's).
