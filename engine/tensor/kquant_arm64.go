@@ -6,7 +6,7 @@ import "unsafe"
 // (every arm64 CPU has it), the integer cores in SDOT where the CPU has
 // the dot-product extension (useNEONDot), else the twins. Each gives its
 // twin's bits (kquant_arm64_test.go): quantizeQ8KGo, q4kLanesGo,
-// q6kLanesGo, q4kStepGo, dotQ4KRepacked, q6kStepGo, dotQ6K.
+// q6kLanesGo, q4kStepGo, dotQ4KRepacked, q6kStepGo, dotQ6K, dotQ5K.
 
 //go:noescape
 func quantizeQ8KNEON(x *float32, nb int, dst *q8KAct)
@@ -99,7 +99,20 @@ func dotQ6KRow(row []byte, act []q8KAct) float32 {
 	return dotQ6K(row, act)
 }
 
-func dotQ5KRow(row []byte, act []q8KAct) float32 { return dotQ5K(row, act) }
+//go:noescape
+func q5kRowNEON(row *byte, act *q8KAct, nb int, out *float32)
+
+// dotQ5KRow is dotQ5K, in q5kRowNEON where the CPU has SDOT.
+func dotQ5KRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / q5KBytes
+	if useNEONDot && nb > 0 {
+		_ = act[nb-1]
+		var out [9]float32
+		q5kRowNEON(&row[0], &act[0], nb, &out[0])
+		return (*laneAcc)(out[:8]).sum() + out[8]
+	}
+	return dotQ5K(row, act)
+}
 
 // The kernels read q8KAct as 256 quants, 16 int16 sums, the F32 scale.
 var (

@@ -236,3 +236,18 @@ func TestQ6KRowNEON(t *testing.T) {
 		sameBitsK(t, "dotQ6K", got, want)
 	})
 }
+
+// TestQ5KRowNEON: the Q5_K row kernel gives dotQ5K's bits (with the
+// twins' cores) on 1 to 7 random blocks with extreme scales.
+func TestQ5KRowNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 7).Draw(t, "blocks")
+		row := kRowGen(t, nb, q5KBytes, 0, 2)
+		act := kActGen(t, nb)
+		got := []float32{dotQ5KRow(row, act)}
+		want := make([]float32, 1)
+		noNEONDot(func() { want[0] = dotQ5K(row, act) })
+		sameBitsK(t, "dotQ5K", got, want)
+	})
+}
