@@ -6,7 +6,8 @@ import "unsafe"
 // (every arm64 CPU has it), the integer cores in SDOT where the CPU has
 // the dot-product extension (useNEONDot), else the twins. Each gives its
 // twin's bits (kquant_arm64_test.go): quantizeQ8KGo, q4kLanesGo,
-// q6kLanesGo, q4kStepGo, dotQ4KRepacked, q6kStepGo, dotQ6K, dotQ5K.
+// q6kLanesGo, q4kStepGo, dotQ4KRepacked, q6kStepGo, dotQ6K, dotQ5K,
+// dotLegacyRepacked, dotLegacyQ8.
 
 //go:noescape
 func quantizeQ8KNEON(x *float32, nb int, dst *q8KAct)
@@ -122,3 +123,41 @@ var (
 	_ [unsafe.Offsetof(q8KAct{}.d) - 288]byte
 	_ [288 - unsafe.Offsetof(q8KAct{}.d)]byte
 )
+
+//go:noescape
+func legacyRowRepackedNEON(row *byte, act *q8Act, nb int, lut *int8) float32
+
+//go:noescape
+func legacyRowQ8NEON(row *byte, act *q8Act, nb int, five bool, lanes *float32)
+
+// q4_0LevelsNEON are Q4_0's sixteen values, n-8, as a TBL table.
+var q4_0LevelsNEON = [16]int8{-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7}
+
+// dotLegacyRepackedRow is dotLegacyRepacked (Q4_0, IQ4_NL), in
+// legacyRowRepackedNEON where the CPU has SDOT.
+func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
+	nb := len(row) / q4_0Bytes
+	if useNEONDot && nb > 0 {
+		_ = act[nb-1]
+		lut := &q4_0LevelsNEON
+		if t == IQ4_NL {
+			lut = &kvaluesIQ4NL
+		}
+		return legacyRowRepackedNEON(&row[0], &act[0], nb, &lut[0])
+	}
+	return dotLegacyRepacked(t, row, act)
+}
+
+// dotLegacyQ8Row is dotLegacyQ8 (Q4_0, Q5_0), in legacyRowQ8NEON where
+// the CPU has SDOT.
+func dotLegacyQ8Row(t DType, row []byte, act []q8Act) float32 {
+	bb := t.BlockBytes()
+	nb := len(row) / bb
+	if useNEONDot && nb > 0 && (t == Q4_0 || t == Q5_0) {
+		_ = act[nb-1]
+		var acc laneAcc
+		legacyRowQ8NEON(&row[0], &act[0], nb, t == Q5_0, &acc[0])
+		return acc.sum()
+	}
+	return dotLegacyQ8(t, row, act)
+}

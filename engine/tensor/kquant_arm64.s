@@ -1125,3 +1125,130 @@ q5krdone:
 	FMOVS F13, 32(R3)
 	RET
 
+
+// func legacyRowRepackedNEON(row *byte, act *q8Act, nb int, lut *int8) float32
+// dotLegacyRepacked for Q4_0 and IQ4_NL (lut: the sixteen levels, n-8 or
+// kvalues_iq4nl, by TBL): per block the exact integer dot (SDOT, ADDV),
+// then acc = fma(float(s), d_w*d_x, acc) (FMULS, FMADDS).
+TEXT ·legacyRowRepackedNEON(SB), NOSPLIT, $0-36
+	MOVD row+0(FP), R0
+	MOVD act+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD lut+24(FP), R3
+	VLD1 (R3), [V30.B16]
+	MOVW $0x0f0f0f0f, R4
+	VDUP R4, V31.S4
+	VEOR V0.B16, V0.B16, V0.B16    // acc
+	CBZ R2, lrrdone
+
+lrrblock:
+	MOVHU.P 2(R0), R5
+	VMOV R5, V1.H[0]
+	VLD1.P 16(R0), [V2.B16]
+	VLD1.P 32(R1), [V5.B16, V6.B16]
+	FMOVS.P 4(R1), F7
+	VAND V31.B16, V2.B16, V3.B16
+	VUSHR $4, V2.B16, V4.B16
+	VTBL V3.B16, [V30.B16], V3.B16
+	VTBL V4.B16, [V30.B16], V4.B16
+	VEOR V16.B16, V16.B16, V16.B16
+	WORD $0x4e859470 // SDOT V16.4S, V3.16B, V5.16B
+	WORD $0x4e869490 // SDOT V16.4S, V4.16B, V6.16B
+	WORD $0x4eb1ba10 // ADDV S16, V16.4S
+	WORD $0x5e21da10 // SCVTF S16, S16
+	WORD $0x1ee24021               // FCVT S1, H1
+	FMULS F7, F1, F1               // d_w*d_x
+	FMADDS F1, F0, F16, F0         // acc = fma(float(s), d_w*d_x, acc)
+	SUB $1, R2, R2
+	CBNZ R2, lrrblock
+
+lrrdone:
+	FMOVS F0, ret+32(FP)
+	RET
+
+// The fifth bits of Q5_0 and Q5_1: TBL picks qh's byte j/8 for value j
+// (values 0-15: bytes 0 and 1; 16-31: bytes 2 and 3), CMTST its bit j%8.
+DATA q5NeonIdx<>+0(SB)/8, $0x0000000000000000
+DATA q5NeonIdx<>+8(SB)/8, $0x0101010101010101
+DATA q5NeonIdx<>+16(SB)/8, $0x0202020202020202
+DATA q5NeonIdx<>+24(SB)/8, $0x0303030303030303
+GLOBL q5NeonIdx<>(SB), RODATA|NOPTR, $32
+
+DATA q5NeonBit<>+0(SB)/8, $0x8040201008040201
+DATA q5NeonBit<>+8(SB)/8, $0x8040201008040201
+GLOBL q5NeonBit<>(SB), RODATA|NOPTR, $16
+
+// func legacyRowQ8NEON(row *byte, act *q8Act, nb int, five bool, lanes *float32)
+// dotLegacyQ8's eight lanes for Q4_0 (five false: values q-8) or Q5_0
+// (five: (q | fifth bit<<4) - 16): SDOT gives lane l the products of
+// values 4l..4l+3 (lanes 0-3 the low nibbles, values 0-15; 4-7 the high
+// ones), then lane = fma(d_w*d_x, float(lane), lane) (FMLA), as
+// laneAcc.step; lanes receives them for laneAcc.sum.
+TEXT ·legacyRowQ8NEON(SB), NOSPLIT, $0-40
+	MOVD row+0(FP), R0
+	MOVD act+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVBU five+24(FP), R3
+	MOVD lanes+32(FP), R4
+	MOVW $0x0f0f0f0f, R5
+	VDUP R5, V31.S4
+	MOVW $0x10101010, R5
+	VDUP R5, V30.S4
+	MOVW $0x08080808, R5
+	VDUP R5, V27.S4
+	MOVD $q5NeonIdx<>(SB), R5
+	VLD1 (R5), [V28.B16, V29.B16]
+	MOVD $q5NeonBit<>(SB), R5
+	VLD1 (R5), [V26.B16]
+	VEOR V0.B16, V0.B16, V0.B16    // lanes 0-3
+	VEOR V1.B16, V1.B16, V1.B16    // lanes 4-7
+	CBZ R2, lq8done
+
+lq8block:
+	MOVHU.P 2(R0), R5
+	VMOV R5, V2.H[0]
+	WORD $0x1ee24042               // FCVT S2, H2
+	CBZ R3, lq8four
+	MOVWU.P 4(R0), R5              // qh
+	VDUP R5, V8.S4
+	VLD1.P 16(R0), [V3.B16]
+	VAND V31.B16, V3.B16, V4.B16
+	VUSHR $4, V3.B16, V5.B16
+	VTBL V28.B16, [V8.B16], V9.B16
+	VTBL V29.B16, [V8.B16], V10.B16
+	VCMTST V26.B16, V9.B16, V9.B16
+	VCMTST V26.B16, V10.B16, V10.B16
+	VAND V30.B16, V9.B16, V9.B16
+	VAND V30.B16, V10.B16, V10.B16
+	VORR V9.B16, V4.B16, V4.B16
+	VORR V10.B16, V5.B16, V5.B16
+	WORD $0x6e3e8484 // SUB V4.16B, V4.16B, V30.16B
+	WORD $0x6e3e84a5 // SUB V5.16B, V5.16B, V30.16B
+	B lq8dot
+
+lq8four:
+	VLD1.P 16(R0), [V3.B16]
+	VAND V31.B16, V3.B16, V4.B16
+	VUSHR $4, V3.B16, V5.B16
+	WORD $0x6e3b8484 // SUB V4.16B, V4.16B, V27.16B
+	WORD $0x6e3b84a5 // SUB V5.16B, V5.16B, V27.16B
+
+lq8dot:
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	FMOVS.P 4(R1), F11
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	WORD $0x4e869490 // SDOT V16.4S, V4.16B, V6.16B
+	WORD $0x4e8794b1 // SDOT V17.4S, V5.16B, V7.16B
+	WORD $0x4e21da10 // SCVTF V16.4S, V16.4S
+	WORD $0x4e21da31 // SCVTF V17.4S, V17.4S
+	FMULS F11, F2, F2              // d_w*d_x
+	VDUP V2.S[0], V2.S4
+	VFMLA V16.S4, V2.S4, V0.S4
+	VFMLA V17.S4, V2.S4, V1.S4
+	SUB $1, R2, R2
+	CBNZ R2, lq8block
+
+lq8done:
+	VST1 [V0.S4, V1.S4], (R4)
+	RET

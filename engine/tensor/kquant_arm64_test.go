@@ -251,3 +251,33 @@ func TestQ5KRowNEON(t *testing.T) {
 		sameBitsK(t, "dotQ5K", got, want)
 	})
 }
+
+// TestLegacyRowNEON: the Q4_0/IQ4_NL repacked row kernel and the Q4_0/Q5_0
+// vec_dot row kernel give dotLegacyRepacked's and dotLegacyQ8's bits on 1
+// to 9 random blocks with extreme scales.
+func TestLegacyRowNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		typ := rapid.SampledFrom([]DType{Q4_0, IQ4_NL, Q5_0}).Draw(t, "type")
+		nb := rapid.IntRange(1, 9).Draw(t, "blocks")
+		row := kRowGen(t, nb, typ.BlockBytes(), 0)
+		act := make([]q8Act, nb)
+		for b := range act {
+			copy(act[b].q[:], rapid.SliceOfN(rapid.OneOf(rapid.Int8(), rapid.SampledFrom([]int8{-128, -127, 127, 0})), 32, 32).Draw(t, "x"))
+			act[b].d = rapid.OneOf(rapid.Float32Range(1e-6, 10), rapid.SampledFrom([]float32{0, 1e-40, 1, 65504})).Draw(t, "dx")
+		}
+		var got, want []float32
+		if typ == Q5_0 {
+			got = []float32{dotLegacyQ8Row(typ, row, act)}
+			want = []float32{dotLegacyQ8(typ, row, act)}
+		} else {
+			got = []float32{dotLegacyRepackedRow(typ, row, act)}
+			want = []float32{dotLegacyRepacked(typ, row, act)}
+			if typ == Q4_0 {
+				got = append(got, dotLegacyQ8Row(typ, row, act))
+				want = append(want, dotLegacyQ8(typ, row, act))
+			}
+		}
+		sameBitsK(t, typ.String(), got, want)
+	})
+}

@@ -27,3 +27,9 @@ func dotQ6KRow(row []byte, act []q8KAct) float32 { return dotQ6K(row, act) }
 func dotQ5KRow(row []byte, act []q8KAct) float32 { return dotQ5K(row, act) }
 
 func quantizeQ8K(dst []q8KAct, src []float32) { quantizeQ8KGo(dst, src) }
+
+func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
+	return dotLegacyRepacked(t, row, act)
+}
+
+func dotLegacyQ8Row(t DType, row []byte, act []q8Act) float32 { return dotLegacyQ8(t, row, act) }

@@ -5,10 +5,6 @@ package tensor
 // The K-quant hooks that have no kernel on this architecture: the
 // plain-Go cores (kquant_generic.go has those that arm64 has kernels for).
 
-func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
-	return dotLegacyRepacked(t, row, act)
-}
-
 func (j *mmJob) legacyRepackedRows(worker, lo, hi int) bool { return false }
 
 func dotIQ4XSRow(row []byte, act []q8KAct) float32 { return dotIQ4XS(row, act) }
@@ -31,8 +27,6 @@ func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) 
 func dotQ2KRow(row []byte, act []q8KAct) float32 { return dotQ2K(row, act) }
 
 func dotQ3KRow(row []byte, act []q8KAct) float32 { return dotQ3K(row, act) }
-
-func dotLegacyQ8Row(t DType, row []byte, act []q8Act) float32 { return dotLegacyQ8(t, row, act) }
 
 func dotLegacyQ8_1Row(t DType, row []byte, act []q8Act, s []float32) float32 {
 	return dotLegacyQ8_1(t, row, act, s)
