@@ -7,7 +7,7 @@ import "unsafe"
 // the dot-product extension (useNEONDot), else the twins. Each gives its
 // twin's bits (kquant_arm64_test.go): quantizeQ8KGo, q4kLanesGo,
 // q6kLanesGo, q4kStepGo, dotQ4KRepacked, q6kStepGo, dotQ6K, dotQ5K,
-// dotLegacyRepacked, dotLegacyQ8.
+// dotLegacyRepacked, dotLegacyQ8, dotIQ4XS.
 
 //go:noescape
 func quantizeQ8KNEON(x *float32, nb int, dst *q8KAct)
@@ -160,4 +160,19 @@ func dotLegacyQ8Row(t DType, row []byte, act []q8Act) float32 {
 		return acc.sum()
 	}
 	return dotLegacyQ8(t, row, act)
+}
+
+//go:noescape
+func iq4xsRowNEON(row *byte, act *q8KAct, nb int, lut *int8, lanes *float32)
+
+// dotIQ4XSRow is dotIQ4XS, in iq4xsRowNEON where the CPU has SDOT.
+func dotIQ4XSRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / iq4XSBytes
+	if useNEONDot && nb > 0 {
+		_ = act[nb-1]
+		var acc laneAcc
+		iq4xsRowNEON(&row[0], &act[0], nb, &kvaluesIQ4NL[0], &acc[0])
+		return acc.sum()
+	}
+	return dotIQ4XS(row, act)
 }

@@ -281,3 +281,15 @@ func TestLegacyRowNEON(t *testing.T) {
 		sameBitsK(t, typ.String(), got, want)
 	})
 }
+
+// TestIQ4XSRowNEON: the IQ4_XS row kernel gives dotIQ4XS's bits on 1 to 7
+// random blocks with extreme scales.
+func TestIQ4XSRowNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 7).Draw(t, "blocks")
+		row := kRowGen(t, nb, iq4XSBytes, 0)
+		act := kActGen(t, nb)
+		sameBitsK(t, "dotIQ4XS", []float32{dotIQ4XSRow(row, act)}, []float32{dotIQ4XS(row, act)})
+	})
+}

@@ -33,3 +33,5 @@ func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
 }
 
 func dotLegacyQ8Row(t DType, row []byte, act []q8Act) float32 { return dotLegacyQ8(t, row, act) }
+
+func dotIQ4XSRow(row []byte, act []q8KAct) float32 { return dotIQ4XS(row, act) }

@@ -7,8 +7,6 @@ package tensor
 
 func (j *mmJob) legacyRepackedRows(worker, lo, hi int) bool { return false }
 
-func dotIQ4XSRow(row []byte, act []q8KAct) float32 { return dotIQ4XS(row, act) }
-
 func q4kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, rbuf []int32, acc []float32) {
 	q4kTileGo(w, rb, act, astride, nb, n, acc)
 }
