@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -292,4 +293,90 @@ func TestIQ4XSRowNEON(t *testing.T) {
 		act := kActGen(t, nb)
 		sameBitsK(t, "dotIQ4XS", []float32{dotIQ4XSRow(row, act)}, []float32{dotIQ4XS(row, act)})
 	})
+}
+
+// BenchmarkKQuantNEON times each kernel of kquant_arm64.s beside its Go
+// twin (go: useNEONDot off, or quantizeQ8KGo) on one 4096-value row (16
+// super-blocks) of random blocks with ordinary scales, in ns per 256
+// values and vector. Under qemu the figures mean nothing; on an arm64
+// machine:
+//
+//	go test ./engine/tensor -run XXX -bench KQuantNEON
+func BenchmarkKQuantNEON(b *testing.B) {
+	const nb, vecs = 16, 64
+	rng := rand.New(rand.NewPCG(7, 8))
+	x := make([]float32, vecs*nb*qkK)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	act := make([]q8KAct, vecs*nb)
+	quantizeQ8KGo(act, x)
+	act8 := make([]q8Act, nb*qkK/q8Block)
+	quantizeQ8Vector(act8, x[:nb*qkK])
+	row := func(t DType, offs ...int) []byte {
+		bb := t.BlockBytes()
+		r := make([]byte, nb*qkK/t.BlockElems()*bb)
+		for i := range r {
+			r[i] = byte(rng.Uint32())
+		}
+		for blk := 0; blk < len(r)/bb; blk++ {
+			for _, o := range offs {
+				r[blk*bb+o+1] = 0x20 | byte(rng.Uint32()&0x0F) // about 2^-7
+			}
+		}
+		return r
+	}
+	q4k, q6k, q5k, iq4 := row(Q4_K, 0, 2), row(Q6_K, 208), row(Q5_K, 0, 2), row(IQ4_XS, 0)
+	q40, q50 := row(Q4_0, 0), row(Q5_0, 0)
+	var sink float32
+	acc := make([]float32, 8*vecs)
+	var sm [4]uint32
+	var scratch [144]int16
+	kernels := []struct {
+		name    string
+		vectors int
+		run     func()
+	}{
+		{"quantizeQ8K", 1, nil},
+		{"q4kRow", 1, func() { sink += dotQ4KRepackedRow(q4k, act[:nb]) }},
+		{"q6kRow", 1, func() { sink += dotQ6KRow(q6k, act[:nb]) }},
+		{"q5kRow", 1, func() { sink += dotQ5KRow(q5k, act[:nb]) }},
+		{"iq4xsRow", 1, func() { sink += dotIQ4XSRow(iq4, act[:nb]) }},
+		{"q4_0Repacked", 1, func() { sink += dotLegacyRepackedRow(Q4_0, q40, act8) }},
+		{"q5_0Row", 1, func() { sink += dotLegacyQ8Row(Q5_0, q50, act8) }},
+		{"q4kStep64", vecs, func() {
+			for blk := 0; blk < nb; blk++ {
+				q4KScaleBytes(q4k[blk*q4KBytes+4:blk*q4KBytes+16], &sm)
+				q4kStep(q4k[blk*q4KBytes+16:(blk+1)*q4KBytes], act[blk:], nb, vecs, &sm, 0.01, 0.02, acc)
+			}
+		}},
+		{"q6kStep64", vecs, func() {
+			for blk := 0; blk < nb; blk++ {
+				w := q6k[blk*q6KBytes:]
+				q6kStep(w[0:128], w[128:192], w[192:208], act[blk:], nb, vecs, &scratch, 0.01, acc)
+			}
+		}},
+	}
+	for _, k := range kernels {
+		for _, impl := range []string{"neon", "go"} {
+			b.Run(k.name+"/"+impl, func(b *testing.B) {
+				run := k.run
+				if k.name == "quantizeQ8K" {
+					run = func() { quantizeQ8K(act[:nb], x[:nb*qkK]) }
+					if impl == "go" {
+						run = func() { quantizeQ8KGo(act[:nb], x[:nb*qkK]) }
+					}
+				} else if impl == "go" {
+					saved := useNEONDot
+					useNEONDot = false
+					defer func() { useNEONDot = saved }()
+				}
+				for b.Loop() {
+					run()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nb*k.vectors), "ns/superblock")
+			})
+		}
+	}
+	_ = sink
 }
