@@ -7,7 +7,7 @@ import "unsafe"
 // the dot-product extension (useNEONDot), else the twins. Each gives its
 // twin's bits (kquant_arm64_test.go): quantizeQ8KGo, q4kLanesGo,
 // q6kLanesGo, q4kStepGo, dotQ4KRepacked, q6kStepGo, dotQ6K, dotQ5K,
-// dotLegacyRepacked, dotLegacyQ8, dotIQ4XS.
+// dotLegacyRepacked, dotLegacyQ8, dotIQ4XS, dotQ2K, dotQ3K.
 
 //go:noescape
 func quantizeQ8KNEON(x *float32, nb int, dst *q8KAct)
@@ -175,4 +175,34 @@ func dotIQ4XSRow(row []byte, act []q8KAct) float32 {
 		return acc.sum()
 	}
 	return dotIQ4XS(row, act)
+}
+
+//go:noescape
+func q2kRowNEON(row *byte, act *q8KAct, nb int, lanes *float32)
+
+//go:noescape
+func q3kRowNEON(row *byte, act *q8KAct, nb int, lanes *float32)
+
+// dotQ2KRow is dotQ2K, in q2kRowNEON where the CPU has SDOT.
+func dotQ2KRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / q2KBytes
+	if useNEONDot && nb > 0 {
+		_ = act[nb-1]
+		var acc laneAcc
+		q2kRowNEON(&row[0], &act[0], nb, &acc[0])
+		return acc.sum()
+	}
+	return dotQ2K(row, act)
+}
+
+// dotQ3KRow is dotQ3K, in q3kRowNEON where the CPU has SDOT.
+func dotQ3KRow(row []byte, act []q8KAct) float32 {
+	nb := len(row) / q3KBytes
+	if useNEONDot && nb > 0 {
+		_ = act[nb-1]
+		var acc laneAcc
+		q3kRowNEON(&row[0], &act[0], nb, &acc[0])
+		return acc.sum()
+	}
+	return dotQ3K(row, act)
 }

@@ -328,6 +328,7 @@ func BenchmarkKQuantNEON(b *testing.B) {
 	}
 	q4k, q6k, q5k, iq4 := row(Q4_K, 0, 2), row(Q6_K, 208), row(Q5_K, 0, 2), row(IQ4_XS, 0)
 	q40, q50 := row(Q4_0, 0), row(Q5_0, 0)
+	q2k, q3k := row(Q2_K, 80, 82), row(Q3_K, 108)
 	var sink float32
 	acc := make([]float32, 8*vecs)
 	var sm [4]uint32
@@ -344,6 +345,8 @@ func BenchmarkKQuantNEON(b *testing.B) {
 		{"iq4xsRow", 1, func() { sink += dotIQ4XSRow(iq4, act[:nb]) }},
 		{"q4_0Repacked", 1, func() { sink += dotLegacyRepackedRow(Q4_0, q40, act8) }},
 		{"q5_0Row", 1, func() { sink += dotLegacyQ8Row(Q5_0, q50, act8) }},
+		{"q2kRow", 1, func() { sink += dotQ2KRow(q2k, act[:nb]) }},
+		{"q3kRow", 1, func() { sink += dotQ3KRow(q3k, act[:nb]) }},
 		{"q4kStep64", vecs, func() {
 			for blk := 0; blk < nb; blk++ {
 				q4KScaleBytes(q4k[blk*q4KBytes+4:blk*q4KBytes+16], &sm)
@@ -379,4 +382,17 @@ func BenchmarkKQuantNEON(b *testing.B) {
 		}
 	}
 	_ = sink
+}
+
+// TestQ23KRowNEON: the Q2_K and Q3_K row kernels give dotQ2K's and
+// dotQ3K's bits on 1 to 7 random blocks with extreme scales.
+func TestQ23KRowNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 7).Draw(t, "blocks")
+		act := kActGen(t, nb)
+		q2 := kRowGen(t, nb, q2KBytes, 80, 82)
+		q3 := kRowGen(t, nb, q3KBytes, 108)
+		sameBitsK(t, "dotQ2K, dotQ3K", []float32{dotQ2KRow(q2, act), dotQ3KRow(q3, act)}, []float32{dotQ2K(q2, act), dotQ3K(q3, act)})
+	})
 }

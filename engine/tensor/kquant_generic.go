@@ -35,3 +35,7 @@ func dotLegacyRepackedRow(t DType, row []byte, act []q8Act) float32 {
 func dotLegacyQ8Row(t DType, row []byte, act []q8Act) float32 { return dotLegacyQ8(t, row, act) }
 
 func dotIQ4XSRow(row []byte, act []q8KAct) float32 { return dotIQ4XS(row, act) }
+
+func dotQ2KRow(row []byte, act []q8KAct) float32 { return dotQ2K(row, act) }
+
+func dotQ3KRow(row []byte, act []q8KAct) float32 { return dotQ3K(row, act) }
