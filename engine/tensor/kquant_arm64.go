@@ -7,7 +7,7 @@ import "unsafe"
 // the dot-product extension (useNEONDot), else the twins. Each gives its
 // twin's bits (kquant_arm64_test.go): quantizeQ8KGo, q4kLanesGo,
 // q6kLanesGo, q4kStepGo, dotQ4KRepacked, q6kStepGo, dotQ6K, dotQ5K,
-// dotLegacyRepacked, dotLegacyQ8, dotIQ4XS, dotQ2K, dotQ3K.
+// dotLegacyRepacked, dotLegacyQ8, dotLegacyQ8_1, dotIQ4XS, dotQ2K, dotQ3K.
 
 //go:noescape
 func quantizeQ8KNEON(x *float32, nb int, dst *q8KAct)
@@ -205,4 +205,20 @@ func dotQ3KRow(row []byte, act []q8KAct) float32 {
 		return acc.sum()
 	}
 	return dotQ3K(row, act)
+}
+
+//go:noescape
+func legacyRowQ8_1NEON(row *byte, act *q8Act, s *float32, nb int, five bool, out *float32)
+
+// dotLegacyQ8_1Row is dotLegacyQ8_1 (Q4_1, Q5_1), in legacyRowQ8_1NEON
+// where the CPU has SDOT.
+func dotLegacyQ8_1Row(t DType, row []byte, act []q8Act, s []float32) float32 {
+	nb := len(row) / t.BlockBytes()
+	if useNEONDot && nb > 0 && (t == Q4_1 || t == Q5_1) {
+		_, _ = act[nb-1], s[nb-1]
+		var out [9]float32
+		legacyRowQ8_1NEON(&row[0], &act[0], &s[0], nb, t == Q5_1, &out[0])
+		return (*laneAcc)(out[:8]).sum() + out[8]
+	}
+	return dotLegacyQ8_1(t, row, act, s)
 }

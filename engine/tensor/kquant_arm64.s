@@ -1810,3 +1810,80 @@ q3krdone:
 	VST1 [V0.S4, V1.S4], (R3)
 	RET
 
+
+// func legacyRowQ8_1NEON(row *byte, act *q8Act, s *float32, nb int, five bool, out *float32)
+// dotLegacyQ8_1's eight lanes and minimums' scalar for Q4_1 (five false:
+// the nibbles) or Q5_1 (five: with the fifth bits, as legacyRowQ8NEON's):
+// per block first summs = fma(m_w, s_x, summs) (FMADDS), then the lanes
+// as legacyRowQ8NEON's. out receives the eight lanes and summs: the
+// caller adds laneAcc.sum() + summs.
+TEXT ·legacyRowQ8_1NEON(SB), NOSPLIT, $0-48
+	MOVD row+0(FP), R0
+	MOVD act+8(FP), R1
+	MOVD s+16(FP), R6
+	MOVD nb+24(FP), R2
+	MOVBU five+32(FP), R3
+	MOVD out+40(FP), R4
+	MOVW $0x0f0f0f0f, R5
+	VDUP R5, V31.S4
+	MOVW $0x10101010, R5
+	VDUP R5, V30.S4
+	MOVD $q5NeonIdx<>(SB), R5
+	VLD1 (R5), [V28.B16, V29.B16]
+	MOVD $q5NeonBit<>(SB), R5
+	VLD1 (R5), [V26.B16]
+	VEOR V0.B16, V0.B16, V0.B16    // lanes 0-3
+	VEOR V1.B16, V1.B16, V1.B16    // lanes 4-7
+	VEOR V12.B16, V12.B16, V12.B16 // summs
+	CBZ R2, lq81done
+
+lq81block:
+	MOVHU.P 2(R0), R5
+	VMOV R5, V2.H[0]
+	WORD $0x1ee24042               // FCVT S2, H2
+	MOVHU.P 2(R0), R5
+	VMOV R5, V13.H[0]
+	WORD $0x1ee241ad               // FCVT S13, H13
+	FMOVS.P 4(R6), F14             // s_x
+	FMADDS F14, F12, F13, F12      // summs = fma(m_w, s_x, summs)
+	CBZ R3, lq81four
+	MOVWU.P 4(R0), R5              // qh
+	VDUP R5, V8.S4
+	VLD1.P 16(R0), [V3.B16]
+	VAND V31.B16, V3.B16, V4.B16
+	VUSHR $4, V3.B16, V5.B16
+	VTBL V28.B16, [V8.B16], V9.B16
+	VTBL V29.B16, [V8.B16], V10.B16
+	VCMTST V26.B16, V9.B16, V9.B16
+	VCMTST V26.B16, V10.B16, V10.B16
+	VAND V30.B16, V9.B16, V9.B16
+	VAND V30.B16, V10.B16, V10.B16
+	VORR V9.B16, V4.B16, V4.B16
+	VORR V10.B16, V5.B16, V5.B16
+	B lq81dot
+
+lq81four:
+	VLD1.P 16(R0), [V3.B16]
+	VAND V31.B16, V3.B16, V4.B16
+	VUSHR $4, V3.B16, V5.B16
+
+lq81dot:
+	VLD1.P 32(R1), [V6.B16, V7.B16]
+	FMOVS.P 4(R1), F11
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	WORD $0x4e869490 // SDOT V16.4S, V4.16B, V6.16B
+	WORD $0x4e8794b1 // SDOT V17.4S, V5.16B, V7.16B
+	WORD $0x4e21da10 // SCVTF V16.4S, V16.4S
+	WORD $0x4e21da31 // SCVTF V17.4S, V17.4S
+	FMULS F11, F2, F2              // d_w*d_x
+	VDUP V2.S[0], V2.S4
+	VFMLA V16.S4, V2.S4, V0.S4
+	VFMLA V17.S4, V2.S4, V1.S4
+	SUB $1, R2, R2
+	CBNZ R2, lq81block
+
+lq81done:
+	VST1 [V0.S4, V1.S4], (R4)
+	FMOVS F12, 32(R4)
+	RET

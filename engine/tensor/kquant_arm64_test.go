@@ -253,13 +253,14 @@ func TestQ5KRowNEON(t *testing.T) {
 	})
 }
 
-// TestLegacyRowNEON: the Q4_0/IQ4_NL repacked row kernel and the Q4_0/Q5_0
-// vec_dot row kernel give dotLegacyRepacked's and dotLegacyQ8's bits on 1
-// to 9 random blocks with extreme scales.
+// TestLegacyRowNEON: the Q4_0/IQ4_NL repacked row kernel and the vec_dot
+// row kernels of Q4_0/Q5_0 and Q4_1/Q5_1 give dotLegacyRepacked's,
+// dotLegacyQ8's and dotLegacyQ8_1's bits on 1 to 9 random blocks with
+// extreme scales and minimums.
 func TestLegacyRowNEON(t *testing.T) {
 	requireNEONDot(t)
 	rapid.Check(t, func(t *rapid.T) {
-		typ := rapid.SampledFrom([]DType{Q4_0, IQ4_NL, Q5_0}).Draw(t, "type")
+		typ := rapid.SampledFrom([]DType{Q4_0, IQ4_NL, Q5_0, Q4_1, Q5_1}).Draw(t, "type")
 		nb := rapid.IntRange(1, 9).Draw(t, "blocks")
 		row := kRowGen(t, nb, typ.BlockBytes(), 0)
 		act := make([]q8Act, nb)
@@ -268,10 +269,22 @@ func TestLegacyRowNEON(t *testing.T) {
 			act[b].d = rapid.OneOf(rapid.Float32Range(1e-6, 10), rapid.SampledFrom([]float32{0, 1e-40, 1, 65504})).Draw(t, "dx")
 		}
 		var got, want []float32
-		if typ == Q5_0 {
+		switch typ {
+		case Q4_1, Q5_1:
+			sx := make([]float32, nb)
+			for b := range sx {
+				sx[b] = kScaleGen(t, "s")
+			}
+			for b := 0; b < nb; b++ { // the minimums, F16 at byte 2
+				h := kF16Gen().Draw(t, "m")
+				row[b*typ.BlockBytes()+2], row[b*typ.BlockBytes()+3] = byte(h), byte(h>>8)
+			}
+			got = []float32{dotLegacyQ8_1Row(typ, row, act, sx)}
+			want = []float32{dotLegacyQ8_1(typ, row, act, sx)}
+		case Q5_0:
 			got = []float32{dotLegacyQ8Row(typ, row, act)}
 			want = []float32{dotLegacyQ8(typ, row, act)}
-		} else {
+		default:
 			got = []float32{dotLegacyRepackedRow(typ, row, act)}
 			want = []float32{dotLegacyRepacked(typ, row, act)}
 			if typ == Q4_0 {

@@ -39,3 +39,7 @@ func dotIQ4XSRow(row []byte, act []q8KAct) float32 { return dotIQ4XS(row, act) }
 func dotQ2KRow(row []byte, act []q8KAct) float32 { return dotQ2K(row, act) }
 
 func dotQ3KRow(row []byte, act []q8KAct) float32 { return dotQ3K(row, act) }
+
+func dotLegacyQ8_1Row(t DType, row []byte, act []q8Act, s []float32) float32 {
+	return dotLegacyQ8_1(t, row, act, s)
+}
