@@ -19,7 +19,7 @@ func benchKQuant(b *testing.B, t DType, rows, cols, n int) {
 	}
 	// Ordinary F16 scales (0x2000..0x2FFF: about 2^-7) in every block.
 	bb := t.BlockBytes()
-	offs := map[DType][]int{Q4_K: {0, 2}, Q5_K: {0, 2}, Q6_K: {208}, Q4_0: {0}, Q8_0: {0}, Q3_K: {108}, Q2_K: {80, 82}, IQ4_XS: {0}}[t]
+	offs := map[DType][]int{Q4_K: {0, 2}, Q5_K: {0, 2}, Q6_K: {208}, Q4_0: {0}, Q8_0: {0}, Q3_K: {108}, Q2_K: {80, 82}, IQ4_XS: {0}, Q5_0: {0}, Q5_1: {0, 2}, Q4_1: {0, 2}}[t]
 	for blk := 0; blk < len(data)/bb; blk++ {
 		for _, o := range offs {
 			data[blk*bb+o+1] = 0x20 | byte(rng.Uint32()&0x0F)
@@ -84,3 +84,10 @@ func BenchmarkKQuantQ3KVec(b *testing.B) { benchKQuant(b, Q3_K, 3584, 1024, 1) }
 func BenchmarkKQuantQ5_0Vec(b *testing.B)  { benchKQuant(b, Q5_0, 3584, 1024, 1) }
 func BenchmarkKQuantQ5_1Vec(b *testing.B)  { benchKQuant(b, Q5_1, 3584, 1024, 1) }
 func BenchmarkKQuantQ2KMat64(b *testing.B) { benchKQuant(b, Q2_K, 1024, 1024, 64) }
+
+// The tiles of issue 35's second round: Q5_0 (llama-quantize's fallback
+// for rows not a multiple of 256), Q3_K and IQ4_XS at 64 vectors.
+func BenchmarkKQuantQ5_0Mat64(b *testing.B)  { benchKQuant(b, Q5_0, 1024, 1024, 64) }
+func BenchmarkKQuantQ3KMat64(b *testing.B)   { benchKQuant(b, Q3_K, 1024, 1024, 64) }
+func BenchmarkKQuantIQ4XSMat64(b *testing.B) { benchKQuant(b, IQ4_XS, 1024, 1024, 64) }
+func BenchmarkKQuantIQ4XSVec(b *testing.B)   { benchKQuant(b, IQ4_XS, 3584, 1024, 1) }

@@ -166,33 +166,37 @@ func q2KStep(acc *laneAcc, blk []byte, a *q8KAct) {
 // dotQ3K is ggml_vec_dot_q3_K_q8_K (AVX2).
 func dotQ3K(row []byte, act []q8KAct) float32 {
 	var acc laneAcc
+	for b := range act[:len(row)/q3KBytes] {
+		q3KStep(&acc, row[b*q3KBytes:(b+1)*q3KBytes], &act[b])
+	}
+	return acc.sum()
+}
+
+// q3KStep is one Q3_K block's step of dotQ3K's lanes.
+func q3KStep(acc *laneAcc, blk []byte, a *q8KAct) {
 	var w [qkK]int8
 	var sc [16]int32
 	var s [8]int32
-	for b := range act[:len(row)/q3KBytes] {
-		blk, a := row[b*q3KBytes:(b+1)*q3KBytes], &act[b]
-		hm, q := blk[0:32], blk[32:96]
-		d := a.d * f16At(blk[108:])
-		s6 := q3KScales(blk[96:108])
-		for i := range sc {
-			sc[i] = int32(s6[i]) - 32
-		}
-		for j := 0; j < 2; j++ {
-			for v := 0; v < 4; v++ {
-				bit := uint(4*j + v)
-				for p := 0; p < 32; p++ {
-					x := int8(q[32*j+p] >> (2 * v) & 3)
-					if hm[p]>>bit&1 == 0 {
-						x -= 4
-					}
-					w[128*j+32*v+p] = x
+	hm, q := blk[0:32], blk[32:96]
+	d := a.d * f16At(blk[108:])
+	s6 := q3KScales(blk[96:108])
+	for i := range sc {
+		sc[i] = int32(s6[i]) - 32
+	}
+	for j := 0; j < 2; j++ {
+		for v := 0; v < 4; v++ {
+			bit := uint(4*j + v)
+			for p := 0; p < 32; p++ {
+				x := int8(q[32*j+p] >> (2 * v) & 3)
+				if hm[p]>>bit&1 == 0 {
+					x -= 4
 				}
+				w[128*j+32*v+p] = x
 			}
 		}
-		kLanes(&s, &w, &sc, &a.q)
-		acc.step(d, &s)
 	}
-	return acc.sum()
+	kLanes(&s, &w, &sc, &a.q)
+	acc.step(d, &s)
 }
 
 // dotIQ4XS is ggml_vec_dot_iq4_xs_q8_K (AVX2), which llama.cpp runs for
@@ -203,25 +207,29 @@ func dotQ3K(row []byte, act []q8KAct) float32 {
 // vectors (docs/performance/kquants.md, "Exactness").
 func dotIQ4XS(row []byte, act []q8KAct) float32 {
 	var acc laneAcc
+	for b := range act[:len(row)/iq4XSBytes] {
+		iq4XSStep(&acc, row[b*iq4XSBytes:(b+1)*iq4XSBytes], &act[b])
+	}
+	return acc.sum()
+}
+
+// iq4XSStep is one IQ4_XS block's step of dotIQ4XS's lanes.
+func iq4XSStep(acc *laneAcc, blk []byte, a *q8KAct) {
 	var w [qkK]int8
 	var sc [16]int32
 	var s [8]int32
-	for b := range act[:len(row)/iq4XSBytes] {
-		blk, a := row[b*iq4XSBytes:(b+1)*iq4XSBytes], &act[b]
-		sh := binary.LittleEndian.Uint16(blk[2:])
-		sl, qs := blk[4:8], blk[8:136]
-		for ib := 0; ib < 8; ib++ {
-			ls := int32(sl[ib/2]>>(4*(ib%2))&0xF) | int32(sh>>(2*ib)&3)<<4
-			sc[2*ib], sc[2*ib+1] = ls-32, ls-32
-			q := qs[16*ib:]
-			for j := 0; j < 16; j++ {
-				w[32*ib+j], w[32*ib+16+j] = kvaluesIQ4NL[q[j]&0xF], kvaluesIQ4NL[q[j]>>4]
-			}
+	sh := binary.LittleEndian.Uint16(blk[2:])
+	sl, qs := blk[4:8], blk[8:136]
+	for ib := 0; ib < 8; ib++ {
+		ls := int32(sl[ib/2]>>(4*(ib%2))&0xF) | int32(sh>>(2*ib)&3)<<4
+		sc[2*ib], sc[2*ib+1] = ls-32, ls-32
+		q := qs[16*ib:]
+		for j := 0; j < 16; j++ {
+			w[32*ib+j], w[32*ib+16+j] = kvaluesIQ4NL[q[j]&0xF], kvaluesIQ4NL[q[j]>>4]
 		}
-		kLanes(&s, &w, &sc, &a.q)
-		acc.step(f16At(blk)*a.d, &s)
 	}
-	return acc.sum()
+	kLanes(&s, &w, &sc, &a.q)
+	acc.step(f16At(blk)*a.d, &s)
 }
 
 // llama.cpp's CPU backend repacks Q4_0, IQ4_NL and Q4_K matrices whose row

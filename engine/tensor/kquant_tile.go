@@ -146,3 +146,103 @@ func q2kTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32
 		}
 	}
 }
+
+// q5_0TileGo is four rows of a Q5_0 matrix (w, then every rb bytes; nb
+// blocks each) against n vectors' Q8_0 blocks (act[v*astride:]):
+// acc[32v+8h:32v+8h+8] are the eight lanes of row h and vector v,
+// stepping block by block as dotLegacyQ8's do. The twin of
+// q5_0TileAVX512.
+func q5_0TileGo(w []byte, rb int, act []q8Act, astride, nb, n int, acc []float32) {
+	var lv [32]int8
+	var s [8]int32
+	for h := 0; h < 4; h++ {
+		row := w[h*rb : h*rb+nb*q5_0Bytes]
+		for b := 0; b < nb; b++ {
+			blk := row[b*q5_0Bytes : (b+1)*q5_0Bytes]
+			unpackLegacy(Q5_0, &lv, blk)
+			for v := 0; v < n; v++ {
+				a := &act[v*astride+b]
+				lanes32(&s, &lv, a.q[:])
+				(*laneAcc)(acc[32*v+8*h:32*v+8*h+8]).step(f16At(blk)*a.d, &s)
+			}
+		}
+	}
+}
+
+// q3kTileGo is two rows of a Q3_K matrix (w, w[rb:]; nb blocks each)
+// against n vectors' Q8_K blocks (act[v*astride:]): acc[16v+8h:16v+8h+8]
+// are the eight lanes of row h and vector v, stepping block by block as
+// dotQ3K's do. The twin of q3kTileAVX512.
+func q3kTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	for h := 0; h < 2; h++ {
+		row := w[h*rb : h*rb+nb*q3KBytes]
+		for v := 0; v < n; v++ {
+			la := (*laneAcc)(acc[16*v+8*h : 16*v+8*h+8])
+			for b := 0; b < nb; b++ {
+				q3KStep(la, row[b*q3KBytes:(b+1)*q3KBytes], &act[v*astride+b])
+			}
+		}
+	}
+}
+
+// iq4xsTileGo is q3kTileGo for IQ4_XS (dotIQ4XS's steps). The twin of
+// iq4xsTileAVX512.
+func iq4xsTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	for h := 0; h < 2; h++ {
+		row := w[h*rb : h*rb+nb*iq4XSBytes]
+		for v := 0; v < n; v++ {
+			la := (*laneAcc)(acc[16*v+8*h : 16*v+8*h+8])
+			for b := 0; b < nb; b++ {
+				iq4XSStep(la, row[b*iq4XSBytes:(b+1)*iq4XSBytes], &act[v*astride+b])
+			}
+		}
+	}
+}
+
+// q5_0Rows computes rows [lo,hi) of a Q5_0 product for several vectors,
+// four rows at a time in the AVX-512 register tile (q5_0Tile), with
+// dotLegacyQ8's bits; rows past the last four go vector by vector.
+func (j *mmJob) q5_0Rows(worker, lo, hi int) {
+	m, n := j.m, j.n
+	nb, rb := m.Cols/q8Block, m.rowBytes()
+	acc := growF32(&j.kAcc[worker], 32*n)
+	r := lo
+	for ; r+4 <= hi; r += 4 {
+		clear(acc)
+		q5_0Tile(m.Data[r*rb:(r+4)*rb], rb, j.actQ, nb, nb, n, acc)
+		for v := 0; v < n; v++ {
+			for h := 0; h < 4; h++ {
+				j.dst[v*m.Rows+r+h] = (*laneAcc)(acc[32*v+8*h : 32*v+8*h+8]).sum()
+			}
+		}
+	}
+	for ; r < hi; r++ {
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = dotLegacyQ8Row(Q5_0, m.Data[r*rb:(r+1)*rb], j.actQ[v*nb:(v+1)*nb])
+		}
+	}
+}
+
+// kPairRows computes rows [lo,hi) of a Q3_K or IQ4_XS product for
+// several vectors, two rows at a time in the AVX-512 register tile (tile:
+// q3kTile, iq4xsTile), with the bits of dot (the row function); a last
+// odd row goes vector by vector.
+func (j *mmJob) kPairRows(worker, lo, hi int, tile func(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32), dot func([]byte, []q8KAct) float32) {
+	m, n := j.m, j.n
+	nb, rb := m.Cols/qkK, m.rowBytes()
+	acc := growF32(&j.kAcc[worker], 16*n)
+	r := lo
+	for ; r+2 <= hi; r += 2 {
+		clear(acc)
+		tile(m.Data[r*rb:(r+2)*rb], rb, j.actK, nb, nb, n, acc)
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = (*laneAcc)(acc[16*v : 16*v+8]).sum()
+			j.dst[v*m.Rows+r+1] = (*laneAcc)(acc[16*v+8 : 16*v+16]).sum()
+		}
+	}
+	for ; r < hi; r++ {
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = dot(m.Data[r*rb:(r+1)*rb], j.actK[v*nb:(v+1)*nb])
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package tensor
+
+import "unsafe"
+
+// The AVX-512 tiles of kquant_tile2_amd64.s. Like q2kTile they run where
+// useTile512 is set (the callers check); elsewhere the row kernels run
+// once per vector.
+
+//go:noescape
+func q5_0TileAVX512(w *byte, rb int, act *q8Act, astride, nb, n int, acc *float32)
+
+// q5_0Tile: see q5_0TileGo.
+func q5_0Tile(w []byte, rb int, act []q8Act, astride, nb, n int, acc []float32) {
+	if !useTile512 || nb == 0 || n == 0 {
+		q5_0TileGo(w, rb, act, astride, nb, n, acc)
+		return
+	}
+	_, _, _ = w[3*rb+nb*q5_0Bytes-1], act[(n-1)*astride+nb-1], acc[32*n-1]
+	q5_0TileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8Act{})), nb, n, &acc[0])
+}
+
+//go:noescape
+func q3kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+
+// q3kTile: see q3kTileGo.
+func q3kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	if !useTile512 || nb == 0 || n == 0 {
+		q3kTileGo(w, rb, act, astride, nb, n, acc)
+		return
+	}
+	_, _, _ = w[rb+nb*q3KBytes-1], act[(n-1)*astride+nb-1], acc[16*n-1]
+	q3kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, nil, &acc[0])
+}
+
+//go:noescape
+func iq4xsTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+
+// iq4xsTile: see iq4xsTileGo.
+func iq4xsTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	if !useTile512 || nb == 0 || n == 0 {
+		iq4xsTileGo(w, rb, act, astride, nb, n, acc)
+		return
+	}
+	_, _, _ = w[rb+nb*iq4XSBytes-1], act[(n-1)*astride+nb-1], acc[16*n-1]
+	var scratch [32]byte
+	iq4xsTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
+}

@@ -1,0 +1,514 @@
+#include "textflag.h"
+
+// Register tiles for Q5_0, Q3_K and IQ4_XS on AVX-512 VNNI (the twins are
+// q5_0TileGo, q3kTileGo and iq4xsTileGo in kquant_tile.go): each weight
+// block decoded once for all the vectors, each (row, vector) in the
+// arithmetic of its one-row function (legacyRowQ5_0AVX2, q3kRowAVX2,
+// iq4xsRowAVX2: integer lanes are exact whatever the instructions that sum
+// them; the float step per block is the same fused multiply-add of the
+// same lanes by the same d_w*d_x).
+
+// q5Idx: VPERMD indices, the four rows' d_w (dwords 0-3) as rows 0|1
+// and rows 2|3, eight lanes each.
+DATA q5Idx<>+0(SB)/8, $0x0000000000000000
+DATA q5Idx<>+8(SB)/8, $0x0000000000000000
+DATA q5Idx<>+16(SB)/8, $0x0000000000000000
+DATA q5Idx<>+24(SB)/8, $0x0000000000000000
+DATA q5Idx<>+32(SB)/8, $0x0000000100000001
+DATA q5Idx<>+40(SB)/8, $0x0000000100000001
+DATA q5Idx<>+48(SB)/8, $0x0000000100000001
+DATA q5Idx<>+56(SB)/8, $0x0000000100000001
+DATA q5Idx<>+64(SB)/8, $0x0000000200000002
+DATA q5Idx<>+72(SB)/8, $0x0000000200000002
+DATA q5Idx<>+80(SB)/8, $0x0000000200000002
+DATA q5Idx<>+88(SB)/8, $0x0000000200000002
+DATA q5Idx<>+96(SB)/8, $0x0000000300000003
+DATA q5Idx<>+104(SB)/8, $0x0000000300000003
+DATA q5Idx<>+112(SB)/8, $0x0000000300000003
+DATA q5Idx<>+120(SB)/8, $0x0000000300000003
+GLOBL q5Idx<>(SB), RODATA|NOPTR, $128
+
+// q5Shift: VPSRLVW counts, the low nibbles for values 0-15 of a row
+// (128-bit lanes 0 and 2), the high for values 16-31 (lanes 1 and 3).
+DATA q5Shift<>+0(SB)/8, $0x0000000000000000
+DATA q5Shift<>+8(SB)/8, $0x0000000000000000
+DATA q5Shift<>+16(SB)/8, $0x0004000400040004
+DATA q5Shift<>+24(SB)/8, $0x0004000400040004
+DATA q5Shift<>+32(SB)/8, $0x0000000000000000
+DATA q5Shift<>+40(SB)/8, $0x0000000000000000
+DATA q5Shift<>+48(SB)/8, $0x0004000400040004
+DATA q5Shift<>+56(SB)/8, $0x0004000400040004
+GLOBL q5Shift<>(SB), RODATA|NOPTR, $64
+
+// q5Pick64, q5Bit64: q5Pick and q5Bit in both halves of a zmm register.
+DATA q5Pick64<>+0(SB)/8, $0x0000000000000000
+DATA q5Pick64<>+8(SB)/8, $0x0101010101010101
+DATA q5Pick64<>+16(SB)/8, $0x0202020202020202
+DATA q5Pick64<>+24(SB)/8, $0x0303030303030303
+DATA q5Pick64<>+32(SB)/8, $0x0000000000000000
+DATA q5Pick64<>+40(SB)/8, $0x0101010101010101
+DATA q5Pick64<>+48(SB)/8, $0x0202020202020202
+DATA q5Pick64<>+56(SB)/8, $0x0303030303030303
+GLOBL q5Pick64<>(SB), RODATA|NOPTR, $64
+DATA q5Bit64<>+0(SB)/8, $0x8040201008040201
+DATA q5Bit64<>+8(SB)/8, $0x8040201008040201
+DATA q5Bit64<>+16(SB)/8, $0x8040201008040201
+DATA q5Bit64<>+24(SB)/8, $0x8040201008040201
+DATA q5Bit64<>+32(SB)/8, $0x8040201008040201
+DATA q5Bit64<>+40(SB)/8, $0x8040201008040201
+DATA q5Bit64<>+48(SB)/8, $0x8040201008040201
+DATA q5Bit64<>+56(SB)/8, $0x8040201008040201
+GLOBL q5Bit64<>(SB), RODATA|NOPTR, $64
+
+// k16Even, k16Odd: VPERMI2D indices, the even (odd) dwords of row 0's
+// sixteen pair sums then of row 1's; lane l of a row is the sum of its
+// pair sums 2l and 2l+1.
+DATA k16Even<>+0(SB)/8, $0x0000000200000000
+DATA k16Even<>+8(SB)/8, $0x0000000600000004
+DATA k16Even<>+16(SB)/8, $0x0000000a00000008
+DATA k16Even<>+24(SB)/8, $0x0000000e0000000c
+DATA k16Even<>+32(SB)/8, $0x0000001200000010
+DATA k16Even<>+40(SB)/8, $0x0000001600000014
+DATA k16Even<>+48(SB)/8, $0x0000001a00000018
+DATA k16Even<>+56(SB)/8, $0x0000001e0000001c
+GLOBL k16Even<>(SB), RODATA|NOPTR, $64
+DATA k16Odd<>+0(SB)/8, $0x0000000300000001
+DATA k16Odd<>+8(SB)/8, $0x0000000700000005
+DATA k16Odd<>+16(SB)/8, $0x0000000b00000009
+DATA k16Odd<>+24(SB)/8, $0x0000000f0000000d
+DATA k16Odd<>+32(SB)/8, $0x0000001300000011
+DATA k16Odd<>+40(SB)/8, $0x0000001700000015
+DATA k16Odd<>+48(SB)/8, $0x0000001b00000019
+DATA k16Odd<>+56(SB)/8, $0x0000001f0000001d
+GLOBL k16Odd<>(SB), RODATA|NOPTR, $64
+
+// q3Widx: VPERMW indices, chunk c's scales (16 values each) from the
+// sixteen int16 scales: 2c for its first 16 words, 2c+1 for the next.
+DATA q3Widx<>+0(SB)/8, $0x0000000000000000
+DATA q3Widx<>+8(SB)/8, $0x0000000000000000
+DATA q3Widx<>+16(SB)/8, $0x0000000000000000
+DATA q3Widx<>+24(SB)/8, $0x0000000000000000
+DATA q3Widx<>+32(SB)/8, $0x0001000100010001
+DATA q3Widx<>+40(SB)/8, $0x0001000100010001
+DATA q3Widx<>+48(SB)/8, $0x0001000100010001
+DATA q3Widx<>+56(SB)/8, $0x0001000100010001
+DATA q3Widx<>+64(SB)/8, $0x0002000200020002
+DATA q3Widx<>+72(SB)/8, $0x0002000200020002
+DATA q3Widx<>+80(SB)/8, $0x0002000200020002
+DATA q3Widx<>+88(SB)/8, $0x0002000200020002
+DATA q3Widx<>+96(SB)/8, $0x0003000300030003
+DATA q3Widx<>+104(SB)/8, $0x0003000300030003
+DATA q3Widx<>+112(SB)/8, $0x0003000300030003
+DATA q3Widx<>+120(SB)/8, $0x0003000300030003
+DATA q3Widx<>+128(SB)/8, $0x0004000400040004
+DATA q3Widx<>+136(SB)/8, $0x0004000400040004
+DATA q3Widx<>+144(SB)/8, $0x0004000400040004
+DATA q3Widx<>+152(SB)/8, $0x0004000400040004
+DATA q3Widx<>+160(SB)/8, $0x0005000500050005
+DATA q3Widx<>+168(SB)/8, $0x0005000500050005
+DATA q3Widx<>+176(SB)/8, $0x0005000500050005
+DATA q3Widx<>+184(SB)/8, $0x0005000500050005
+DATA q3Widx<>+192(SB)/8, $0x0006000600060006
+DATA q3Widx<>+200(SB)/8, $0x0006000600060006
+DATA q3Widx<>+208(SB)/8, $0x0006000600060006
+DATA q3Widx<>+216(SB)/8, $0x0006000600060006
+DATA q3Widx<>+224(SB)/8, $0x0007000700070007
+DATA q3Widx<>+232(SB)/8, $0x0007000700070007
+DATA q3Widx<>+240(SB)/8, $0x0007000700070007
+DATA q3Widx<>+248(SB)/8, $0x0007000700070007
+DATA q3Widx<>+256(SB)/8, $0x0008000800080008
+DATA q3Widx<>+264(SB)/8, $0x0008000800080008
+DATA q3Widx<>+272(SB)/8, $0x0008000800080008
+DATA q3Widx<>+280(SB)/8, $0x0008000800080008
+DATA q3Widx<>+288(SB)/8, $0x0009000900090009
+DATA q3Widx<>+296(SB)/8, $0x0009000900090009
+DATA q3Widx<>+304(SB)/8, $0x0009000900090009
+DATA q3Widx<>+312(SB)/8, $0x0009000900090009
+DATA q3Widx<>+320(SB)/8, $0x000a000a000a000a
+DATA q3Widx<>+328(SB)/8, $0x000a000a000a000a
+DATA q3Widx<>+336(SB)/8, $0x000a000a000a000a
+DATA q3Widx<>+344(SB)/8, $0x000a000a000a000a
+DATA q3Widx<>+352(SB)/8, $0x000b000b000b000b
+DATA q3Widx<>+360(SB)/8, $0x000b000b000b000b
+DATA q3Widx<>+368(SB)/8, $0x000b000b000b000b
+DATA q3Widx<>+376(SB)/8, $0x000b000b000b000b
+DATA q3Widx<>+384(SB)/8, $0x000c000c000c000c
+DATA q3Widx<>+392(SB)/8, $0x000c000c000c000c
+DATA q3Widx<>+400(SB)/8, $0x000c000c000c000c
+DATA q3Widx<>+408(SB)/8, $0x000c000c000c000c
+DATA q3Widx<>+416(SB)/8, $0x000d000d000d000d
+DATA q3Widx<>+424(SB)/8, $0x000d000d000d000d
+DATA q3Widx<>+432(SB)/8, $0x000d000d000d000d
+DATA q3Widx<>+440(SB)/8, $0x000d000d000d000d
+DATA q3Widx<>+448(SB)/8, $0x000e000e000e000e
+DATA q3Widx<>+456(SB)/8, $0x000e000e000e000e
+DATA q3Widx<>+464(SB)/8, $0x000e000e000e000e
+DATA q3Widx<>+472(SB)/8, $0x000e000e000e000e
+DATA q3Widx<>+480(SB)/8, $0x000f000f000f000f
+DATA q3Widx<>+488(SB)/8, $0x000f000f000f000f
+DATA q3Widx<>+496(SB)/8, $0x000f000f000f000f
+DATA q3Widx<>+504(SB)/8, $0x000f000f000f000f
+GLOBL q3Widx<>(SB), RODATA|NOPTR, $512
+
+// Q5PAIR(qa, qb, ha, hb, out): the 32 values of Q5_0 block rows a and b
+// (qs at qa, qb; qh at ha, hb), unsigned 0..31, row a in the low 256 bits
+// of out: the nibbles (VPSRLVW by q5Shift), plus 16 where qh's bit is set.
+#define Q5PAIR(qa, qb, ha, hb, out) \
+	VBROADCASTI32X4 qa, out; \
+	VBROADCASTI32X4 qb, Z24; \
+	VINSERTI64X4 $1, Y24, out, out; \
+	VPSRLVW Z30, out, out; \
+	VPANDD Z31, out, out; \
+	VPBROADCASTD ha, Y25; \
+	VPBROADCASTD hb, Y24; \
+	VINSERTI64X4 $1, Y24, Z25, Z25; \
+	VPSHUFB Z27, Z25, Z25; \
+	VPTESTMB Z28, Z25, K1; \
+	VPADDB Z29, out, K1, out
+
+// func q5_0TileAVX512(w *byte, rb int, act *q8Act, astride, nb, n int, acc *float32)
+// Four rows of nb Q5_0 blocks (w, then every rb bytes) against n >= 1
+// vectors' Q8_0 blocks (act, then every astride bytes), in the arithmetic
+// of ggml_vec_dot_q5_0_q8_0 (AVX2) for each (row, vector): per block the
+// eight lanes of four values, lanes = fma(d_w*d_x, float(lanes), lanes),
+// into acc[32v+8h:32v+8h+8] for row h. The values are taken unsigned
+// (0..31) for VPDPBUSD and 16 times the activations' sums by fours taken
+// off: the same integer lanes. Rows 0 and 1 share one zmm register, rows
+// 2 and 3 another.
+TEXT ·q5_0TileAVX512(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ astride+24(FP), R9
+	MOVQ nb+32(FP), CX
+	LEAQ (BX)(BX*2), R11         // 3 rows
+	MOVL $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z31
+	VMOVDQU64 q5Shift<>(SB), Z30
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z29
+	VMOVDQU64 q5Bit64<>(SB), Z28
+	VMOVDQU64 q5Pick64<>(SB), Z27
+	VMOVDQU64 q5Idx<>(SB), Z22
+	VMOVDQU64 q5Idx<>+64(SB), Z23
+	TESTQ CX, CX
+	JEQ q50zdone
+
+q50zblock:
+	Q5PAIR(6(SI), 6(SI)(BX*1), 2(SI), 2(SI)(BX*1), Z20)
+	Q5PAIR(6(SI)(BX*2), 6(SI)(R11*1), 2(SI)(BX*2), 2(SI)(R11*1), Z21)
+	MOVWLZX (SI), AX
+	VMOVD AX, X13
+	MOVWLZX (SI)(BX*1), AX
+	VPINSRW $1, AX, X13, X13
+	MOVWLZX (SI)(BX*2), AX
+	VPINSRW $2, AX, X13, X13
+	MOVWLZX (SI)(R11*1), AX
+	VPINSRW $3, AX, X13, X13
+	VCVTPH2PS X13, X13           // d_w of the four rows
+	VPERMD Z13, Z22, Z10         // rows 0 | 1, eight lanes each
+	VPERMD Z13, Z23, Z11         // rows 2 | 3
+	MOVQ DI, DX
+	MOVQ acc+48(FP), AX
+	MOVQ n+40(FP), R10
+
+q50zvec:
+	VBROADCASTI64X4 (DX), Z16    // the vector's 32 quants, both halves
+	VPXORD Z18, Z18, Z18
+	VPDPBUSD Z16, Z29, Z18       // 16 times the quants, by fours
+	VPXORD Z0, Z0, Z0
+	VPDPBUSD Z16, Z20, Z0
+	VPXORD Z1, Z1, Z1
+	VPDPBUSD Z16, Z21, Z1
+	VPSUBD Z18, Z0, Z0           // the lanes of rows 0 | 1
+	VPSUBD Z18, Z1, Z1           // rows 2 | 3
+	VCVTDQ2PS Z0, Z0
+	VCVTDQ2PS Z1, Z1
+	VBROADCASTSS 32(DX), Z2      // d_x
+	VMULPS Z10, Z2, Z3           // d_w*d_x
+	VMULPS Z11, Z2, Z4
+	VFMADD213PS (AX), Z3, Z0     // lanes = float(lanes)*d + lanes
+	VFMADD213PS 64(AX), Z4, Z1
+	VMOVUPS Z0, (AX)
+	VMOVUPS Z1, 64(AX)
+	ADDQ $128, AX
+	ADDQ R9, DX
+	DECQ R10
+	JNZ q50zvec
+
+	ADDQ $22, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ q50zblock
+
+q50zdone:
+	VZEROUPPER
+	RET
+
+// The Q3_K and IQ4_XS tiles keep a row pair's block as 256 int16 values
+// already times their sub-block's scale (at most 4*32 and 127*32: exact
+// in int16), chunk c (values 32c..32c+31) of row 0 in Z(c) and of row 1
+// in Z(8+c), and sum them against each vector's quants widened to int16
+// by VPMADDWD and VPDPWSSD: sixteen exact pair sums a row, lane l the sum
+// of pairs 2l and 2l+1 (K16VEC).
+
+// K16VEC(loop): the vector loop of the int16 tiles: for each of R10
+// vectors (DX, then every R9 bytes) the two rows' eight lanes, then
+// lanes = fma(d_w*d_x, float(lanes), lanes) into acc (AX, 64 bytes a
+// vector); d_w of both rows in Z28.
+#define K16VEC(loop) \
+loop: \
+	VPMOVSXBW (DX), Z16; \
+	VPMOVSXBW 32(DX), Z17; \
+	VPMADDWD Z16, Z0, Z18; \
+	VPMADDWD Z16, Z8, Z20; \
+	VPMADDWD Z17, Z1, Z19; \
+	VPMADDWD Z17, Z9, Z21; \
+	VPMOVSXBW 64(DX), Z16; \
+	VPMOVSXBW 96(DX), Z17; \
+	VPDPWSSD Z16, Z2, Z18; \
+	VPDPWSSD Z16, Z10, Z20; \
+	VPDPWSSD Z17, Z3, Z19; \
+	VPDPWSSD Z17, Z11, Z21; \
+	VPMOVSXBW 128(DX), Z16; \
+	VPMOVSXBW 160(DX), Z17; \
+	VPDPWSSD Z16, Z4, Z18; \
+	VPDPWSSD Z16, Z12, Z20; \
+	VPDPWSSD Z17, Z5, Z19; \
+	VPDPWSSD Z17, Z13, Z21; \
+	VPMOVSXBW 192(DX), Z16; \
+	VPMOVSXBW 224(DX), Z17; \
+	VPDPWSSD Z16, Z6, Z18; \
+	VPDPWSSD Z16, Z14, Z20; \
+	VPDPWSSD Z17, Z7, Z19; \
+	VPDPWSSD Z17, Z15, Z21; \
+	VPADDD Z19, Z18, Z18; \
+	VPADDD Z21, Z20, Z20; \
+	VMOVDQA64 Z26, Z22; \
+	VPERMI2D Z20, Z18, Z22; \
+	VMOVDQA64 Z27, Z23; \
+	VPERMI2D Z20, Z18, Z23; \
+	VPADDD Z23, Z22, Z22; \
+	VCVTDQ2PS Z22, Z22; \
+	VBROADCASTSS 288(DX), Z23; \
+	VMULPS Z28, Z23, Z23; \
+	VFMADD213PS (AX), Z23, Z22; \
+	VMOVUPS Z22, (AX); \
+	ADDQ $64, AX; \
+	ADDQ R9, DX; \
+	DECQ R10; \
+	JNZ loop
+
+// K16DW(off): d_w (F16 at off in both rows' blocks, SI and SI+BX) as the
+// eight lanes of each row in Z28.
+#define K16DW(off) \
+	MOVWLZX off(SI), AX; \
+	VMOVD AX, X22; \
+	VCVTPH2PS X22, X22; \
+	VBROADCASTSS X22, Y28; \
+	MOVWLZX off(SI)(BX*1), AX; \
+	VMOVD AX, X22; \
+	VCVTPH2PS X22, X22; \
+	VBROADCASTSS X22, Y22; \
+	VINSERTF64X4 $1, Y22, Z28, Z28
+
+// Q3SC(row): the sixteen 6-bit scales of the Q3_K block at row (ggml's
+// kmask shuffle of the twelve bytes, as q3kRowAVX2), less 32, as int16 in
+// Z29 (the low 256 bits).
+#define Q3SC(row) \
+	MOVL 96(row), R9; \
+	MOVL 100(row), R10; \
+	MOVL 104(row), R11; \
+	MOVL R9, AX; \
+	SHRL $4, AX; \
+	ANDL $0x0F0F0F0F, AX; \
+	MOVL R11, R12; \
+	SHRL $4, R12; \
+	ANDL $0x03030303, R12; \
+	SHLL $4, R12; \
+	ORL R12, AX; \
+	MOVL R10, R13; \
+	SHRL $4, R13; \
+	ANDL $0x0F0F0F0F, R13; \
+	MOVL R11, R12; \
+	SHRL $6, R12; \
+	ANDL $0x03030303, R12; \
+	SHLL $4, R12; \
+	ORL R12, R13; \
+	ANDL $0x0F0F0F0F, R9; \
+	MOVL R11, R12; \
+	ANDL $0x03030303, R12; \
+	SHLL $4, R12; \
+	ORL R12, R9; \
+	ANDL $0x0F0F0F0F, R10; \
+	MOVL R11, R12; \
+	SHRL $2, R12; \
+	ANDL $0x03030303, R12; \
+	SHLL $4, R12; \
+	ORL R12, R10; \
+	VMOVD R9, X22; \
+	VPINSRD $1, R10, X22, X22; \
+	VPINSRD $2, AX, X22, X22; \
+	VPINSRD $3, R13, X22, X22; \
+	VPMOVSXBW X22, Y29; \
+	VPSUBW Y30, Y29, Y29
+
+// Q3W(q, v, bit, c, out): chunk c of the Q3_K block whose hmask is in Y23
+// and quant bytes 32j.. in q: bits 2v of q, less 4 where hmask's bit is
+// clear, as int16 times the chunk's scales (Z29 through q3Widx).
+#define Q3W(q, v, bit, c, out) \
+	VPSRLW $(2*v), q, Y22; \
+	VPANDD Y31, Y22, Y22; \
+	MOVL $(0x01010101<<bit), AX; \
+	VPBROADCASTD AX, Y21; \
+	VPTESTNMB Y21, Y23, K1; \
+	VPSUBB Y20, Y22, K1, Y22; \
+	VPMOVSXBW Y22, out; \
+	VMOVDQU64 q3Widx<>+(64*c)(SB), Z21; \
+	VPERMW Z29, Z21, Z21; \
+	VPMULLW Z21, out, out
+
+// Q3ROW(row, o0, ..., o7): the Q3_K block at row into o0..o7.
+#define Q3ROW(row, o0, o1, o2, o3, o4, o5, o6, o7) \
+	Q3SC(row); \
+	VMOVDQU64 (row), Y23; \
+	VMOVDQU64 32(row), Y24; \
+	VMOVDQU64 64(row), Y25; \
+	Q3W(Y24, 0, 0, 0, o0); \
+	Q3W(Y24, 1, 1, 1, o1); \
+	Q3W(Y24, 2, 2, 2, o2); \
+	Q3W(Y24, 3, 3, 3, o3); \
+	Q3W(Y25, 0, 4, 4, o4); \
+	Q3W(Y25, 1, 5, 5, o5); \
+	Q3W(Y25, 2, 6, 6, o6); \
+	Q3W(Y25, 3, 7, 7, o7)
+
+// func q3kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+// Two rows of nb Q3_K blocks (w, w+rb) against n >= 1 vectors' Q8_K
+// blocks (act, then every astride bytes), in the arithmetic of
+// ggml_vec_dot_q3_K_q8_K (AVX2) for each (row, vector): per block the
+// eight lanes (values -4..3 times the activations, the 6-bit scales less
+// 32), lanes = fma(d_x*d_w, float(lanes), lanes), into
+// acc[16v+8h:16v+8h+8] for row h. scratch is not used.
+TEXT ·q3kTileAVX512(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVL $0x03030303, AX
+	VPBROADCASTD AX, Y31
+	MOVL $0x00200020, AX
+	VPBROADCASTD AX, Y30         // 32 as int16
+	VMOVDQU64 k16Even<>(SB), Z26
+	VMOVDQU64 k16Odd<>(SB), Z27
+	TESTQ CX, CX
+	JEQ q3kzdone
+
+q3kzblock:
+	MOVL $0x04040404, AX
+	VPBROADCASTD AX, Y20         // (K16VEC uses Z20)
+	LEAQ (SI)(BX*1), R8
+	Q3ROW(SI, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	Q3ROW(R8, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	K16DW(108)
+	MOVQ DI, DX
+	MOVQ acc+56(FP), AX
+	MOVQ n+40(FP), R10
+	MOVQ astride+24(FP), R9
+	K16VEC(q3kzvec)
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q3kzblock
+
+q3kzdone:
+	VZEROUPPER
+	RET
+
+// IQ4SC(row, h, loop): the eight scales of the IQ4_XS block at row,
+// ((scales_l[ib/2] >> 4*(ib%2)) & 15) | ((scales_h >> 2*ib) & 3) << 4,
+// less 32, as int16 at scratch+16h.
+#define IQ4SC(row, h, loop) \
+	MOVWLZX 2(row), R12; \
+	MOVL 4(row), R10; \
+	XORQ R9, R9; \
+loop: \
+	MOVL R10, AX; \
+	ANDL $15, AX; \
+	MOVL R12, R13; \
+	ANDL $3, R13; \
+	SHLL $4, R13; \
+	ORL R13, AX; \
+	SUBL $32, AX; \
+	MOVW AX, (16*h)(R14)(R9*2); \
+	SHRL $4, R10; \
+	SHRL $2, R12; \
+	INCQ R9; \
+	CMPQ R9, $8; \
+	JLT loop
+
+// IQ4W(row, h, c, out): chunk c of the IQ4_XS block at row: the levels
+// (kvalues_iq4nl through VPSHUFB, Y30) of the low nibbles of qs[16c:],
+// then the high, as int16 times the chunk's scale.
+#define IQ4W(row, h, c, out) \
+	VMOVDQU64 (8+16*c)(row), X22; \
+	VPSRLW $4, X22, X23; \
+	VPANDD X31, X22, X22; \
+	VPANDD X31, X23, X23; \
+	VINSERTI32X4 $1, X23, Y22, Y22; \
+	VPSHUFB Y22, Y30, Y22; \
+	VPMOVSXBW Y22, out; \
+	VPBROADCASTW (16*h+2*c)(R14), Z23; \
+	VPMULLW Z23, out, out
+
+#define IQ4ROW(row, h, loop, o0, o1, o2, o3, o4, o5, o6, o7) \
+	IQ4SC(row, h, loop); \
+	IQ4W(row, h, 0, o0); \
+	IQ4W(row, h, 1, o1); \
+	IQ4W(row, h, 2, o2); \
+	IQ4W(row, h, 3, o3); \
+	IQ4W(row, h, 4, o4); \
+	IQ4W(row, h, 5, o5); \
+	IQ4W(row, h, 6, o6); \
+	IQ4W(row, h, 7, o7)
+
+// func iq4xsTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+// Two rows of nb IQ4_XS blocks (w, w+rb) against n >= 1 vectors' Q8_K
+// blocks, in the arithmetic of ggml_vec_dot_iq4_xs_q8_K (AVX2) for each
+// (row, vector): per block the eight lanes (kvalues_iq4nl[nibble] times
+// the activations, each 32 values' 6-bit scale less 32), lanes =
+// fma(d_w*d_x, float(lanes), lanes), into acc[16v+8h:16v+8h+8] for row h.
+// scratch: 32 bytes (the two rows' scales).
+TEXT ·iq4xsTileAVX512(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	MOVL $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Y31
+	LEAQ ·kvaluesIQ4NL(SB), AX
+	VBROADCASTI32X4 (AX), Y30
+	VMOVDQU64 k16Even<>(SB), Z26
+	VMOVDQU64 k16Odd<>(SB), Z27
+	TESTQ CX, CX
+	JEQ iq4zdone
+
+iq4zblock:
+	LEAQ (SI)(BX*1), R8
+	IQ4ROW(SI, 0, iq4sc0, Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	IQ4ROW(R8, 1, iq4sc1, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	K16DW(0)
+	MOVQ DI, DX
+	MOVQ acc+56(FP), AX
+	MOVQ n+40(FP), R10
+	MOVQ astride+24(FP), R9
+	K16VEC(iq4zvec)
+	ADDQ $136, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ iq4zblock
+
+iq4zdone:
+	VZEROUPPER
+	RET

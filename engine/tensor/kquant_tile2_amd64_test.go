@@ -1,0 +1,96 @@
+package tensor
+
+import (
+	"math"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestQ5_0TileAVX512: the four-row Q5_0 tile gives its Go twin's bits
+// (and, from zero, dotLegacyQ8's for each row and vector) on random
+// blocks, scales (extremes included), activations and row and vector
+// strides, for 1 to 9 vectors.
+func TestQ5_0TileAVX512(t *testing.T) {
+	if !useTile512 {
+		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
+		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q5_0Bytes
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
+		w := bytesGen(4*rb).Draw(t, "w")
+		setScales(t, w, 4, rb, nb, q5_0Bytes, 0)
+		act := make([]q8Act, n*astride)
+		for i := range act {
+			copy(act[i].q[:], rapid.SliceOfN(rapid.OneOf(rapid.Int8Range(-127, 127), rapid.SampledFrom([]int8{-127, 127, 0})), 32, 32).Draw(t, "x"))
+			act[i].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
+		}
+		got, want := accGen(t, 32*n)
+		q5_0Tile(w, rb, act, astride, nb, n, got)
+		q5_0TileGo(w, rb, act, astride, nb, n, want)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): AVX-512 %g, Go %g", i, i/32, i%32/8, i%8, got[i], want[i])
+			}
+		}
+		clear(got)
+		q5_0Tile(w, rb, act, astride, nb, n, got)
+		for v := 0; v < n; v++ {
+			for r := 0; r < 4; r++ {
+				d := dotLegacyQ8(Q5_0, w[r*rb:r*rb+nb*q5_0Bytes], act[v*astride:v*astride+nb])
+				if g := (*laneAcc)(got[32*v+8*r : 32*v+8*r+8]).sum(); math.Float32bits(g) != math.Float32bits(d) {
+					t.Fatalf("(row %d, vector %d): tile %g, dotLegacyQ8 %g", r, v, g, d)
+				}
+			}
+		}
+	})
+}
+
+// TestQ3KTileAVX512 and TestIQ4XSTileAVX512: the two-row Q3_K and IQ4_XS
+// tiles give their Go twins' bits (and, from zero, dotQ3K's and
+// dotIQ4XS's for each row and vector) on random blocks, scales (extremes
+// included), activations and strides, for 1 to 9 vectors.
+func TestQ3KTileAVX512(t *testing.T) {
+	checkPairTile(t, q3KBytes, []int{108}, q3kTile, q3kTileGo, dotQ3K)
+}
+
+func TestIQ4XSTileAVX512(t *testing.T) {
+	checkPairTile(t, iq4XSBytes, []int{0}, iq4xsTile, iq4xsTileGo, dotIQ4XS)
+}
+
+type pairTile func(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32)
+
+func checkPairTile(t *testing.T, bb int, dOffs []int, tile, twin pairTile, dot func([]byte, []q8KAct) float32) {
+	if !useTile512 {
+		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
+		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * bb
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
+		w := bytesGen(2*rb).Draw(t, "w")
+		setScales(t, w, 2, rb, nb, bb, dOffs...)
+		act := q8KActGen(t, n*astride)
+		got, want := accGen(t, 16*n)
+		tile(w, rb, act, astride, nb, n, got)
+		twin(w, rb, act, astride, nb, n, want)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): AVX-512 %g, Go %g", i, i/16, i%16/8, i%8, got[i], want[i])
+			}
+		}
+		clear(got)
+		tile(w, rb, act, astride, nb, n, got)
+		for v := 0; v < n; v++ {
+			for r := 0; r < 2; r++ {
+				d := dot(w[r*rb:r*rb+nb*bb], act[v*astride:v*astride+nb])
+				if g := (*laneAcc)(got[16*v+8*r : 16*v+8*r+8]).sum(); math.Float32bits(g) != math.Float32bits(d) {
+					t.Fatalf("(row %d, vector %d): tile %g, row function %g", r, v, g, d)
+				}
+			}
+		}
+	})
+}
