@@ -342,6 +342,19 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			j.q2KRows(worker, lo, hi)
 			return
 		}
+		if n > 1 && useTile512 {
+			switch m.Type {
+			case Q5_0:
+				j.q5_0Rows(worker, lo, hi)
+				return
+			case Q3_K:
+				j.kPairRows(worker, lo, hi, q3kTile, dotQ3KRow)
+				return
+			case IQ4_XS:
+				j.kPairRows(worker, lo, hi, iq4xsTile, dotIQ4XSRow)
+				return
+			}
+		}
 		if repacked && k == actQ8_0 && j.legacyRepackedRows(worker, lo, hi) {
 			return
 		}
