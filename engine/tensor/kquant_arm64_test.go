@@ -409,3 +409,50 @@ func TestQ23KRowNEON(t *testing.T) {
 		sameBitsK(t, "dotQ2K, dotQ3K", []float32{dotQ2KRow(q2, act), dotQ3KRow(q3, act)}, []float32{dotQ2K(q2, act), dotQ3K(q3, act)})
 	})
 }
+
+// TestMatMulKQuantNEON: MatMul with the SDOT kernels gives the same bits
+// as with them off (the twins), for every K-quant and legacy type, row
+// counts that are and are not a multiple of 8 (the repacked arithmetic and
+// vec_dot), 1 to 5 vectors (decode's row kernels, prefill's block steps)
+// and one and two threads.
+func TestMatMulKQuantNEON(t *testing.T) {
+	requireNEONDot(t)
+	rng := rand.New(rand.NewPCG(35, 36))
+	offs := map[DType][]int{Q4_K: {0, 2}, Q5_K: {0, 2}, Q6_K: {208}, Q2_K: {80, 82}, Q3_K: {108}, IQ4_XS: {0},
+		Q4_0: {0}, Q5_0: {0}, Q4_1: {0, 2}, Q5_1: {0, 2}, IQ4_NL: {0}}
+	const cols = 768
+	for typ, o := range offs {
+		for _, rows := range []int{16, 13} {
+			bb := typ.BlockBytes()
+			data := make([]byte, rows*cols/typ.BlockElems()*bb)
+			for i := range data {
+				data[i] = byte(rng.Uint32())
+			}
+			for blk := 0; blk < len(data)/bb; blk++ {
+				for _, k := range o {
+					data[blk*bb+k+1] = 0x20 | byte(rng.Uint32()&0x0F)
+				}
+			}
+			m, err := NewMatrix(typ, rows, cols, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, threads := range []int{1, 2} {
+				p := NewPool(threads)
+				for n := 1; n <= 5; n++ {
+					x := randomRow(rng, n*cols, 1)
+					got, want := make([]float32, n*rows), make([]float32, n*rows)
+					p.MatMul(got, m, x, n)
+					noNEONDot(func() { p.MatMul(want, m, x, n) })
+					for i := range got {
+						if !sameFloat(got[i], want[i]) {
+							t.Fatalf("%s %dx%d, %d vectors, %d threads: output %d (vector %d, row %d) SDOT %g, twins %g",
+								typ, rows, cols, n, threads, i, i/rows, i%rows, got[i], want[i])
+						}
+					}
+				}
+				p.Close()
+			}
+		}
+	}
+}
