@@ -66,6 +66,11 @@
 // it gives the twins' bits only with half its operands zero, no faster than
 // SDOT; BFMMLA sums four BF16 products and rounds to odd
 // (mmla_arm64_test.go runs both).
+// The K-quant and legacy block products run on arm64 CPUs with SDOT in
+// kquant_arm64.s (kquant_arm64.go): whole-row kernels for every type but
+// IQ4_NL's vec_dot, Q4_K's and Q6_K's block steps for several vectors,
+// and the Q8_K activation quantizer in plain NEON on every arm64 CPU; each
+// checked against its twin by kquant_arm64_test.go.
 //
 // On amd64 CPUs with AVX-512 (F, BW, VL and VNNI) the Q8_0 and NVFP4 W4A8
 // products, one vector and several alike, run in vnni_amd64.s instead
