@@ -91,3 +91,5 @@ func BenchmarkKQuantQ5_0Mat64(b *testing.B)  { benchKQuant(b, Q5_0, 1024, 1024, 
 func BenchmarkKQuantQ3KMat64(b *testing.B)   { benchKQuant(b, Q3_K, 1024, 1024, 64) }
 func BenchmarkKQuantIQ4XSMat64(b *testing.B) { benchKQuant(b, IQ4_XS, 1024, 1024, 64) }
 func BenchmarkKQuantIQ4XSVec(b *testing.B)   { benchKQuant(b, IQ4_XS, 3584, 1024, 1) }
+func BenchmarkKQuantQ4_1Mat64(b *testing.B)  { benchKQuant(b, Q4_1, 1024, 1024, 64) }
+func BenchmarkKQuantQ5_1Mat64(b *testing.B)  { benchKQuant(b, Q5_1, 1024, 1024, 64) }

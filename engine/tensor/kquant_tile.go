@@ -169,6 +169,31 @@ func q5_0TileGo(w []byte, rb int, act []q8Act, astride, nb, n int, acc []float32
 	}
 }
 
+// q8_1TileGo is four rows of a Q4_1 or Q5_1 matrix (w, then every rb
+// bytes; nb blocks each) against n vectors' Q8_1 blocks (act[v*astride:],
+// their d*sum(q) in s[v*astride:]): acc[36v+8h:36v+8h+8] are the eight
+// lanes of row h and vector v, acc[36v+32+h] its summs, stepping block by
+// block as dotLegacyQ8_1's do. The twin of q4_1TileAVX512 and
+// q5_1TileAVX512.
+func q8_1TileGo(t DType, w []byte, rb int, act []q8Act, s []float32, astride, nb, n int, acc []float32) {
+	bb := t.BlockBytes()
+	var lv [32]int8
+	var ls [8]int32
+	for h := 0; h < 4; h++ {
+		row := w[h*rb : h*rb+nb*bb]
+		for b := 0; b < nb; b++ {
+			blk := row[b*bb : (b+1)*bb]
+			unpackLegacy(t, &lv, blk)
+			for v := 0; v < n; v++ {
+				a := &act[v*astride+b]
+				acc[36*v+32+h] = fmaF(f16At(blk[2:]), s[v*astride+b], acc[36*v+32+h])
+				lanes32(&ls, &lv, a.q[:])
+				(*laneAcc)(acc[36*v+8*h:36*v+8*h+8]).step(f16At(blk)*a.d, &ls)
+			}
+		}
+	}
+}
+
 // q3kTileGo is two rows of a Q3_K matrix (w, w[rb:]; nb blocks each)
 // against n vectors' Q8_K blocks (act[v*astride:]): acc[16v+8h:16v+8h+8]
 // are the eight lanes of row h and vector v, stepping block by block as
@@ -219,6 +244,30 @@ func (j *mmJob) q5_0Rows(worker, lo, hi int) {
 	for ; r < hi; r++ {
 		for v := 0; v < n; v++ {
 			j.dst[v*m.Rows+r] = dotLegacyQ8Row(Q5_0, m.Data[r*rb:(r+1)*rb], j.actQ[v*nb:(v+1)*nb])
+		}
+	}
+}
+
+// q8_1Rows computes rows [lo,hi) of a Q4_1 or Q5_1 product for several
+// vectors, four rows at a time in the AVX-512 register tile (q8_1Tile),
+// with dotLegacyQ8_1's bits; rows past the last four go vector by vector.
+func (j *mmJob) q8_1Rows(worker, lo, hi int) {
+	m, n := j.m, j.n
+	nb, rb := m.Cols/q8Block, m.rowBytes()
+	acc := growF32(&j.kAcc[worker], 36*n)
+	r := lo
+	for ; r+4 <= hi; r += 4 {
+		clear(acc)
+		q8_1Tile(m.Type, m.Data[r*rb:(r+4)*rb], rb, j.actQ, j.actS, nb, nb, n, acc)
+		for v := 0; v < n; v++ {
+			for h := 0; h < 4; h++ {
+				j.dst[v*m.Rows+r+h] = (*laneAcc)(acc[36*v+8*h:36*v+8*h+8]).sum() + acc[36*v+32+h]
+			}
+		}
+	}
+	for ; r < hi; r++ {
+		for v := 0; v < n; v++ {
+			j.dst[v*m.Rows+r] = dotLegacyQ8_1Row(m.Type, m.Data[r*rb:(r+1)*rb], j.actQ[v*nb:(v+1)*nb], j.actS[v*nb:(v+1)*nb])
 		}
 	}
 }

@@ -45,3 +45,23 @@ func iq4xsTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32
 	var scratch [32]byte
 	iq4xsTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
 }
+
+//go:noescape
+func q4_1TileAVX512(w *byte, rb int, act *q8Act, s *float32, astride, nb, n int, acc *float32)
+
+//go:noescape
+func q5_1TileAVX512(w *byte, rb int, act *q8Act, s *float32, astride, nb, n int, acc *float32)
+
+// q8_1Tile: see q8_1TileGo (t: Q4_1 or Q5_1).
+func q8_1Tile(t DType, w []byte, rb int, act []q8Act, s []float32, astride, nb, n int, acc []float32) {
+	if !useTile512 || nb == 0 || n == 0 {
+		q8_1TileGo(t, w, rb, act, s, astride, nb, n, acc)
+		return
+	}
+	_, _, _, _ = w[3*rb+nb*t.BlockBytes()-1], act[(n-1)*astride+nb-1], s[(n-1)*astride+nb-1], acc[36*n-1]
+	if t == Q4_1 {
+		q4_1TileAVX512(&w[0], rb, &act[0], &s[0], astride, nb, n, &acc[0])
+		return
+	}
+	q5_1TileAVX512(&w[0], rb, &act[0], &s[0], astride, nb, n, &acc[0])
+}

@@ -1,12 +1,13 @@
 #include "textflag.h"
 
-// Register tiles for Q5_0, Q3_K and IQ4_XS on AVX-512 VNNI (the twins are
-// q5_0TileGo, q3kTileGo and iq4xsTileGo in kquant_tile.go): each weight
-// block decoded once for all the vectors, each (row, vector) in the
-// arithmetic of its one-row function (legacyRowQ5_0AVX2, q3kRowAVX2,
+// Register tiles for Q5_0, Q4_1, Q5_1, Q3_K and IQ4_XS on AVX-512 VNNI
+// (the twins are q5_0TileGo, q8_1TileGo, q3kTileGo and iq4xsTileGo in
+// kquant_tile.go): each weight block decoded once for all the vectors,
+// each (row, vector) in the arithmetic of its one-row function
+// (legacyRowQ5_0AVX2, legacyRowQ4_1AVX2, legacyRowQ5_1AVX2, q3kRowAVX2,
 // iq4xsRowAVX2: integer lanes are exact whatever the instructions that sum
-// them; the float step per block is the same fused multiply-add of the
-// same lanes by the same d_w*d_x).
+// them; the float steps are the same fused multiply-adds of the same
+// values in the same order).
 
 // q5Idx: VPERMD indices, the four rows' d_w (dwords 0-3) as rows 0|1
 // and rows 2|3, eight lanes each.
@@ -150,21 +151,105 @@ DATA q3Widx<>+496(SB)/8, $0x000f000f000f000f
 DATA q3Widx<>+504(SB)/8, $0x000f000f000f000f
 GLOBL q3Widx<>(SB), RODATA|NOPTR, $512
 
-// Q5PAIR(qa, qb, ha, hb, out): the 32 values of Q5_0 block rows a and b
-// (qs at qa, qb; qh at ha, hb), unsigned 0..31, row a in the low 256 bits
-// of out: the nibbles (VPSRLVW by q5Shift), plus 16 where qh's bit is set.
-#define Q5PAIR(qa, qb, ha, hb, out) \
+// Q4PAIR(qa, qb, out): the 32 nibbles of legacy block rows a and b (qs
+// at qa, qb), row a in the low 256 bits of out: values 0-15 the low
+// nibbles, 16-31 the high (VPSRLVW by q5Shift).
+#define Q4PAIR(qa, qb, out) \
 	VBROADCASTI32X4 qa, out; \
 	VBROADCASTI32X4 qb, Z24; \
 	VINSERTI64X4 $1, Y24, out, out; \
 	VPSRLVW Z30, out, out; \
-	VPANDD Z31, out, out; \
+	VPANDD Z31, out, out
+
+// Q5PAIR(qa, qb, ha, hb, out): Q4PAIR plus 16 where the blocks' qh (at
+// ha, hb) has the value's bit: the 32 values 0..31 of Q5_0 or Q5_1.
+#define Q5PAIR(qa, qb, ha, hb, out) \
+	Q4PAIR(qa, qb, out); \
 	VPBROADCASTD ha, Y25; \
 	VPBROADCASTD hb, Y24; \
 	VINSERTI64X4 $1, Y24, Z25, Z25; \
 	VPSHUFB Z27, Z25, Z25; \
 	VPTESTMB Z28, Z25, K1; \
 	VPADDB Z29, out, K1, out
+
+// LEG4F16(off, x): the F16 at off in the four rows' blocks (SI, SI+BX,
+// SI+2BX, SI+R11) as F32 in x's dwords 0-3.
+#define LEG4F16(off, x) \
+	MOVWLZX off(SI), AX; \
+	VMOVD AX, x; \
+	MOVWLZX off(SI)(BX*1), AX; \
+	VPINSRW $1, AX, x, x; \
+	MOVWLZX off(SI)(BX*2), AX; \
+	VPINSRW $2, AX, x, x; \
+	MOVWLZX off(SI)(R11*1), AX; \
+	VPINSRW $3, AX, x, x; \
+	VCVTPH2PS x, x
+
+// LQ81VEC(loop): the vector loop of the Q4_1 and Q5_1 tiles: for each of
+// R10 vectors (quants at DX, then every R9 bytes; s at R13, every R12
+// bytes) the lanes of rows 0 | 1 and 2 | 3 (values 0..31 in Z20, Z21,
+// VPDPBUSD), lanes = fma(d_w*d_x, float(lanes), lanes) (d_w in Z10,
+// Z11), and the four rows' summs = fma(m_w, s_x, summs) (m_w in X12);
+// acc at AX, 36 floats a vector.
+#define LQ81VEC(loop) \
+loop: \
+	VBROADCASTI64X4 (DX), Z16; \
+	VPXORD Z0, Z0, Z0; \
+	VPDPBUSD Z16, Z20, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPDPBUSD Z16, Z21, Z1; \
+	VCVTDQ2PS Z0, Z0; \
+	VCVTDQ2PS Z1, Z1; \
+	VBROADCASTSS 32(DX), Z2; \
+	VMULPS Z10, Z2, Z3; \
+	VMULPS Z11, Z2, Z4; \
+	VFMADD213PS (AX), Z3, Z0; \
+	VFMADD213PS 64(AX), Z4, Z1; \
+	VMOVUPS Z0, (AX); \
+	VMOVUPS Z1, 64(AX); \
+	VBROADCASTSS (R13), X5; \
+	VFMADD213PS 128(AX), X12, X5; \
+	VMOVUPS X5, 128(AX); \
+	ADDQ $144, AX; \
+	ADDQ R9, DX; \
+	ADDQ R12, R13; \
+	DECQ R10; \
+	JNZ loop
+
+// LQ81SETUP: the arguments and constants of the Q4_1 and Q5_1 tiles.
+#define LQ81SETUP \
+	MOVQ w+0(FP), SI; \
+	MOVQ rb+8(FP), BX; \
+	MOVQ act+16(FP), DI; \
+	MOVQ s+24(FP), R8; \
+	MOVQ astride+32(FP), R9; \
+	MOVQ R9, R12; \
+	SHLQ $2, R12; \
+	IMULQ $36, R9; \
+	MOVQ nb+40(FP), CX; \
+	LEAQ (BX)(BX*2), R11; \
+	MOVL $0x0F0F0F0F, AX; \
+	VPBROADCASTD AX, Z31; \
+	VMOVDQU64 q5Shift<>(SB), Z30; \
+	MOVL $0x10101010, AX; \
+	VPBROADCASTD AX, Z29; \
+	VMOVDQU64 q5Bit64<>(SB), Z28; \
+	VMOVDQU64 q5Pick64<>(SB), Z27; \
+	VMOVDQU64 q5Idx<>(SB), Z22; \
+	VMOVDQU64 q5Idx<>+64(SB), Z23
+
+// LQ81BLOCK: a block's scales, then the vector loop: d_w at 0 and m_w at
+// 2 of the four rows' blocks.
+#define LQ81BLOCK(loop) \
+	LEG4F16(0, X13); \
+	VPERMD Z13, Z22, Z10; \
+	VPERMD Z13, Z23, Z11; \
+	LEG4F16(2, X12); \
+	MOVQ DI, DX; \
+	MOVQ R8, R13; \
+	MOVQ acc+56(FP), AX; \
+	MOVQ n+48(FP), R10; \
+	LQ81VEC(loop)
 
 // func q5_0TileAVX512(w *byte, rb int, act *q8Act, astride, nb, n int, acc *float32)
 // Four rows of nb Q5_0 blocks (w, then every rb bytes) against n >= 1
@@ -197,15 +282,7 @@ TEXT ·q5_0TileAVX512(SB), NOSPLIT, $0-56
 q50zblock:
 	Q5PAIR(6(SI), 6(SI)(BX*1), 2(SI), 2(SI)(BX*1), Z20)
 	Q5PAIR(6(SI)(BX*2), 6(SI)(R11*1), 2(SI)(BX*2), 2(SI)(R11*1), Z21)
-	MOVWLZX (SI), AX
-	VMOVD AX, X13
-	MOVWLZX (SI)(BX*1), AX
-	VPINSRW $1, AX, X13, X13
-	MOVWLZX (SI)(BX*2), AX
-	VPINSRW $2, AX, X13, X13
-	MOVWLZX (SI)(R11*1), AX
-	VPINSRW $3, AX, X13, X13
-	VCVTPH2PS X13, X13           // d_w of the four rows
+	LEG4F16(0, X13)              // d_w of the four rows
 	VPERMD Z13, Z22, Z10         // rows 0 | 1, eight lanes each
 	VPERMD Z13, Z23, Z11         // rows 2 | 3
 	MOVQ DI, DX
@@ -242,6 +319,54 @@ q50zvec:
 	JNZ q50zblock
 
 q50zdone:
+	VZEROUPPER
+	RET
+
+// func q4_1TileAVX512(w *byte, rb int, act *q8Act, s *float32, astride, nb, n int, acc *float32)
+// Four rows of nb Q4_1 blocks (w, then every rb bytes) against n >= 1
+// vectors' Q8_1 blocks (act and s, then every astride blocks), in the
+// arithmetic of ggml_vec_dot_q4_1_q8_1 (AVX2) for each (row, vector): per
+// block summs = fma(m_w, s_x, summs) and the eight lanes of four values,
+// lanes = fma(d_w*d_x, float(lanes), lanes); acc[36v+8h:36v+8h+8] the
+// lanes of row h, acc[36v+32+h] its summs.
+TEXT ·q4_1TileAVX512(SB), NOSPLIT, $0-64
+	LQ81SETUP
+	TESTQ CX, CX
+	JEQ q41zdone
+
+q41zblock:
+	Q4PAIR(4(SI), 4(SI)(BX*1), Z20)
+	Q4PAIR(4(SI)(BX*2), 4(SI)(R11*1), Z21)
+	LQ81BLOCK(q41zvec)
+	ADDQ $20, SI
+	ADDQ $36, DI
+	ADDQ $4, R8
+	DECQ CX
+	JNZ q41zblock
+
+q41zdone:
+	VZEROUPPER
+	RET
+
+// func q5_1TileAVX512(w *byte, rb int, act *q8Act, s *float32, astride, nb, n int, acc *float32)
+// q4_1TileAVX512 for Q5_1 (ggml_vec_dot_q5_1_q8_1): qh's bits as the
+// values' fifth.
+TEXT ·q5_1TileAVX512(SB), NOSPLIT, $0-64
+	LQ81SETUP
+	TESTQ CX, CX
+	JEQ q51zdone
+
+q51zblock:
+	Q5PAIR(8(SI), 8(SI)(BX*1), 4(SI), 4(SI)(BX*1), Z20)
+	Q5PAIR(8(SI)(BX*2), 8(SI)(R11*1), 4(SI)(BX*2), 4(SI)(R11*1), Z21)
+	LQ81BLOCK(q51zvec)
+	ADDQ $24, SI
+	ADDQ $36, DI
+	ADDQ $4, R8
+	DECQ CX
+	JNZ q51zblock
+
+q51zdone:
 	VZEROUPPER
 	RET
 

@@ -48,6 +48,51 @@ func TestQ5_0TileAVX512(t *testing.T) {
 	})
 }
 
+// TestQ8_1TileAVX512: the four-row Q4_1 and Q5_1 tiles give their Go
+// twin's bits (and, from zero, dotLegacyQ8_1's for each row and vector)
+// on random blocks, scales and minimums (extremes included), activations,
+// their sums and strides, for 1 to 9 vectors.
+func TestQ8_1TileAVX512(t *testing.T) {
+	if !useTile512 {
+		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		typ := rapid.SampledFrom([]DType{Q4_1, Q5_1}).Draw(t, "type")
+		bb := typ.BlockBytes()
+		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
+		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * bb
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
+		w := bytesGen(4*rb).Draw(t, "w")
+		setScales(t, w, 4, rb, nb, bb, 0, 2)
+		act := make([]q8Act, n*astride)
+		s := make([]float32, n*astride)
+		for i := range act {
+			copy(act[i].q[:], rapid.SliceOfN(rapid.OneOf(rapid.Int8Range(-127, 127), rapid.SampledFrom([]int8{-127, 127, 0})), 32, 32).Draw(t, "x"))
+			act[i].d = float32(rapid.Float64Range(1e-6, 10).Draw(t, "dx"))
+			s[i] = float32(rapid.Float64Range(-1000, 1000).Draw(t, "s"))
+		}
+		got, want := accGen(t, 36*n)
+		q8_1Tile(typ, w, rb, act, s, astride, nb, n, got)
+		q8_1TileGo(typ, w, rb, act, s, astride, nb, n, want)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s acc[%d] (vector %d, float %d): AVX-512 %g, Go %g", typ, i, i/36, i%36, got[i], want[i])
+			}
+		}
+		clear(got)
+		q8_1Tile(typ, w, rb, act, s, astride, nb, n, got)
+		for v := 0; v < n; v++ {
+			for r := 0; r < 4; r++ {
+				d := dotLegacyQ8_1(typ, w[r*rb:r*rb+nb*bb], act[v*astride:v*astride+nb], s[v*astride:v*astride+nb])
+				if g := (*laneAcc)(got[36*v+8*r:36*v+8*r+8]).sum() + got[36*v+32+r]; math.Float32bits(g) != math.Float32bits(d) {
+					t.Fatalf("%s (row %d, vector %d): tile %g, dotLegacyQ8_1 %g", typ, r, v, g, d)
+				}
+			}
+		}
+	})
+}
+
 // TestQ3KTileAVX512 and TestIQ4XSTileAVX512: the two-row Q3_K and IQ4_XS
 // tiles give their Go twins' bits (and, from zero, dotQ3K's and
 // dotIQ4XS's for each row and vector) on random blocks, scales (extremes

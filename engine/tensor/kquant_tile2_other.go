@@ -16,3 +16,7 @@ func q3kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) 
 func iq4xsTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
 	iq4xsTileGo(w, rb, act, astride, nb, n, acc)
 }
+
+func q8_1Tile(t DType, w []byte, rb int, act []q8Act, s []float32, astride, nb, n int, acc []float32) {
+	q8_1TileGo(t, w, rb, act, s, astride, nb, n, acc)
+}
