@@ -347,6 +347,9 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			case Q5_0:
 				j.q5_0Rows(worker, lo, hi)
 				return
+			case Q4_1, Q5_1:
+				j.q8_1Rows(worker, lo, hi)
+				return
 			case Q3_K:
 				j.kPairRows(worker, lo, hi, q3kTile, dotQ3KRow)
 				return
