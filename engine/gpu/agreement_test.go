@@ -60,6 +60,7 @@ type agreeCounts struct {
 	beforeFirst     int     // tokens identical before each prompt's first divergence
 	ties            int     // divergences at a near-tie (nearTie)
 	worstTie        float64 // the largest CPU margin at a divergence, as a share of its near-tie bound
+	worstLogit      float64 // the largest |GPU-CPU| logit over the largest |logit|, at any position
 	coop, scalar    int64
 	prefillCoop     int64 // the prompts' passes' multiply-adds by path
 	prefillScalar   int64
@@ -72,6 +73,7 @@ func (a *agreeCounts) add(b agreeCounts) {
 	a.beforeFirst += b.beforeFirst
 	a.ties += b.ties
 	a.worstTie = max(a.worstTie, b.worstTie)
+	a.worstLogit = max(a.worstLogit, b.worstLogit)
 	a.coop += b.coop
 	a.scalar += b.scalar
 	a.prefillCoop += b.prefillCoop
@@ -85,9 +87,9 @@ func (a agreeCounts) String() string {
 		}
 		return float64(c) / float64(c+s)
 	}
-	return fmt.Sprintf("%d prompts, %d tokens: %d identical (%.2f%%), %d identical before the first divergence (%.2f%%), %d divergences (the largest CPU margin at one %.2g of its near-tie bound), all near-ties unless reported; tensor-core share of the multiply-adds %.3f in the prompts' passes, %.3f in all",
+	return fmt.Sprintf("%d prompts, %d tokens: %d identical (%.2f%%), %d identical before the first divergence (%.2f%%), %d divergences (the largest CPU margin at one %.2g of its near-tie bound), all near-ties unless reported; largest |GPU-CPU| logit %.2g of the largest; tensor-core share of the multiply-adds %.3f in the prompts' passes, %.3f in all",
 		a.prompts, a.tokens, a.same, 100*float64(a.same)/float64(max(a.tokens, 1)), a.beforeFirst, 100*float64(a.beforeFirst)/float64(max(a.tokens, 1)),
-		a.tokens-a.same, a.worstTie, share(a.prefillCoop, a.prefillScalar), share(a.coop, a.scalar))
+		a.tokens-a.same, a.worstTie, a.worstLogit, share(a.prefillCoop, a.prefillScalar), share(a.coop, a.scalar))
 }
 
 // greedyAgreement continues each prompt by n greedy tokens on the CPU
@@ -130,6 +132,9 @@ func greedyAgreement(t *testing.T, name string, cpu, gm model.Model, prompts [][
 		diverged := false
 		for i := range n {
 			c.tokens++
+			if d, s := maxAbsDiff(lg, cpuLogits[i]); s > 0 {
+				c.worstLogit = max(c.worstLogit, d/s)
+			}
 			if got := argmax(lg); got == want[i] {
 				c.same++
 				if !diverged {
