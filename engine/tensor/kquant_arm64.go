@@ -7,7 +7,8 @@ import "unsafe"
 // the dot-product extension (useNEONDot), else the twins. Each gives its
 // twin's bits (kquant_arm64_test.go): quantizeQ8KGo, q4kLanesGo,
 // q6kLanesGo, q4kStepGo, dotQ4KRepacked, q6kStepGo, dotQ6K, dotQ5K,
-// dotLegacyRepacked, dotLegacyQ8, dotLegacyQ8_1, dotIQ4XS, dotQ2K, dotQ3K.
+// dotLegacyRepacked, dotLegacyQ8, dotLegacyQ8_1, dotIQ4XS, dotQ2K, dotQ3K,
+// q5kTileGo.
 
 //go:noescape
 func quantizeQ8KNEON(x *float32, nb int, dst *q8KAct)
@@ -221,4 +222,25 @@ func dotLegacyQ8_1Row(t DType, row []byte, act []q8Act, s []float32) float32 {
 		return (*laneAcc)(out[:8]).sum() + out[8]
 	}
 	return dotLegacyQ8_1(t, row, act, s)
+}
+
+//go:noescape
+func q5kStepNEON(blk *byte, a *q8KAct, astride, n int, lanes, summs *float32, accStride int)
+
+// q5kTile is q5kTileGo (two Q5_K rows against n vectors), each block of
+// each row decoded once for all vectors by q5kStepNEON where the CPU has
+// SDOT. MatMul calls it only under useTile512 (q5KRows) for now: on arm64
+// prefill runs dotQ5KRow per vector until that gate lets useNEONDot in.
+func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	if !useNEONDot || nb == 0 || n == 0 {
+		q5kTileGo(w, rb, act, astride, nb, n, acc)
+		return
+	}
+	_, _ = act[(n-1)*astride+nb-1], acc[32*n-1]
+	for h := 0; h < 2; h++ {
+		row := w[h*rb : h*rb+nb*q5KBytes]
+		for b := 0; b < nb; b++ {
+			q5kStepNEON(&row[b*q5KBytes], &act[b], astride*int(unsafe.Sizeof(q8KAct{})), n, &acc[8*h], &acc[16+4*h], 32*4)
+		}
+	}
 }

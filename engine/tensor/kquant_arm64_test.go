@@ -311,7 +311,8 @@ func TestIQ4XSRowNEON(t *testing.T) {
 // BenchmarkKQuantNEON times each kernel of kquant_arm64.s beside its Go
 // twin (go: useNEONDot off, or quantizeQ8KGo) on one 4096-value row (16
 // super-blocks) of random blocks with ordinary scales, in ns per 256
-// values and vector. Under qemu the figures mean nothing; on an arm64
+// values and vector (the block steps and the Q5_K tile over 64 vectors:
+// per row and vector). Under qemu the figures mean nothing; on an arm64
 // machine:
 //
 //	go test ./engine/tensor -run XXX -bench KQuantNEON
@@ -342,6 +343,8 @@ func BenchmarkKQuantNEON(b *testing.B) {
 	q4k, q6k, q5k, iq4 := row(Q4_K, 0, 2), row(Q6_K, 208), row(Q5_K, 0, 2), row(IQ4_XS, 0)
 	q40, q50 := row(Q4_0, 0), row(Q5_0, 0)
 	q2k, q3k := row(Q2_K, 80, 82), row(Q3_K, 108)
+	q5k2 := append(append([]byte(nil), q5k...), row(Q5_K, 0, 2)...)
+	acc5 := make([]float32, 32*vecs)
 	var sink float32
 	acc := make([]float32, 8*vecs)
 	var sm [4]uint32
@@ -365,6 +368,9 @@ func BenchmarkKQuantNEON(b *testing.B) {
 				q4KScaleBytes(q4k[blk*q4KBytes+4:blk*q4KBytes+16], &sm)
 				q4kStep(q4k[blk*q4KBytes+16:(blk+1)*q4KBytes], act[blk:], nb, vecs, &sm, 0.01, 0.02, acc)
 			}
+		}},
+		{"q5kTile64", 2 * vecs, func() { // two rows against 64 vectors
+			q5kTile(q5k2, nb*q5KBytes, act, nb, nb, vecs, acc5)
 		}},
 		{"q6kStep64", vecs, func() {
 			for blk := 0; blk < nb; blk++ {
@@ -455,4 +461,27 @@ func TestMatMulKQuantNEON(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestQ5KTileNEON: the arm64 Q5_K two-row tile (q5kStepNEON per block)
+// gives q5kTileGo's accumulators bit for bit on random blocks with
+// extreme scales, 1 to 9 vectors and activation strides past the row.
+func TestQ5KTileNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		astride := nb + rapid.IntRange(0, 2).Draw(t, "pad")
+		rb := nb*q5KBytes + rapid.IntRange(0, 1).Draw(t, "rowPad")*q5KBytes
+		w := kRowGen(t, 2*rb/q5KBytes, q5KBytes, 0, 2)
+		act := kActGen(t, (n-1)*astride+nb)
+		got := make([]float32, 32*n)
+		for i := range got {
+			got[i] = kScaleGen(t, "acc")
+		}
+		want := append([]float32(nil), got...)
+		q5kTile(w, rb, act, astride, nb, n, got)
+		q5kTileGo(w, rb, act, astride, nb, n, want)
+		sameBitsK(t, "acc", got, want)
+	})
 }

@@ -43,3 +43,7 @@ func dotQ3KRow(row []byte, act []q8KAct) float32 { return dotQ3K(row, act) }
 func dotLegacyQ8_1Row(t DType, row []byte, act []q8Act, s []float32) float32 {
 	return dotLegacyQ8_1(t, row, act, s)
 }
+
+func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	q5kTileGo(w, rb, act, astride, nb, n, acc)
+}

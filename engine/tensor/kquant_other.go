@@ -18,10 +18,6 @@ func q6kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) 
 	q6kTileGo(w, rb, act, astride, nb, n, acc)
 }
 
-func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
-	q5kTileGo(w, rb, act, astride, nb, n, acc)
-}
-
 func q2kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
 	q2kTileGo(w, rb, act, astride, nb, n, acc)
 }
