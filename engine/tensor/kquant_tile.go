@@ -225,7 +225,7 @@ func iq4xsTileGo(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float
 }
 
 // q5_0Rows computes rows [lo,hi) of a Q5_0 product for several vectors,
-// four rows at a time in the AVX-512 register tile (q5_0Tile), with
+// four rows at a time in a register tile (q5_0Tile: AVX-512 or AVX2), with
 // dotLegacyQ8's bits; rows past the last four go vector by vector.
 func (j *mmJob) q5_0Rows(worker, lo, hi int) {
 	m, n := j.m, j.n

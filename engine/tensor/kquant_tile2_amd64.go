@@ -2,21 +2,30 @@ package tensor
 
 import "unsafe"
 
-// The AVX-512 tiles of kquant_tile2_amd64.s. Like q2kTile they run where
-// useTile512 is set (the callers check); elsewhere the row kernels run
-// once per vector.
+// The tiles of kquant_tile2_amd64.s. Like q2kTile they run where
+// useTile512 is set (the callers check), Q5_0's also in its AVX2 form;
+// elsewhere the row kernels run once per vector.
 
 //go:noescape
 func q5_0TileAVX512(w *byte, rb int, act *q8Act, astride, nb, n int, acc *float32)
 
-// q5_0Tile: see q5_0TileGo.
+//go:noescape
+func q5_0TileAVX2(w *byte, rb int, act *q8Act, astride, nb, n int, scratch *byte, acc *float32)
+
+// q5_0Tile: see q5_0TileGo. Unlike the others of this file it has an
+// AVX2 form, which runs where useTile512 is not set.
 func q5_0Tile(w []byte, rb int, act []q8Act, astride, nb, n int, acc []float32) {
-	if !useTile512 || nb == 0 || n == 0 {
+	if !useSIMD || nb == 0 || n == 0 {
 		q5_0TileGo(w, rb, act, astride, nb, n, acc)
 		return
 	}
 	_, _, _ = w[3*rb+nb*q5_0Bytes-1], act[(n-1)*astride+nb-1], acc[32*n-1]
-	q5_0TileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8Act{})), nb, n, &acc[0])
+	if useTile512 {
+		q5_0TileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8Act{})), nb, n, &acc[0])
+		return
+	}
+	var scratch [128]byte
+	q5_0TileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8Act{})), nb, n, &scratch[0], &acc[0])
 }
 
 //go:noescape

@@ -637,3 +637,96 @@ iq4zblock:
 iq4zdone:
 	VZEROUPPER
 	RET
+
+// Q5ROW2(row, h, abs, sgn): row h of the AVX2 Q5_0 tile (its block at
+// row): the 32 signed values (as legacyRowQ5_0AVX2) into sgn, their
+// absolute values into abs, d_w broadcast at scratch+32h.
+#define Q5ROW2(row, h, abs, sgn) \
+	VMOVDQU 6(row), X8; \
+	VPSRLW $4, X8, X9; \
+	VPAND X13, X8, X8; \
+	VPAND X13, X9, X9; \
+	VINSERTI128 $1, X9, Y8, sgn; \
+	VPBROADCASTD 2(row), Y9; \
+	VPSHUFB q5Pick64<>(SB), Y9, Y9; \
+	VPAND q5Bit64<>(SB), Y9, Y9; \
+	VPCMPEQB q5Bit64<>(SB), Y9, Y9; \
+	VPAND Y14, Y9, Y9; \
+	VPOR Y9, sgn, sgn; \
+	VPSUBB Y14, sgn, sgn; \
+	VPABSB sgn, abs; \
+	MOVWLZX (row), AX; \
+	VMOVD AX, X8; \
+	VCVTPH2PS X8, X8; \
+	VBROADCASTSS X8, Y8; \
+	VMOVUPS Y8, (32*h)(R14)
+
+// Q5VEC2(h, abs, sgn): row h's step for the vector at DX (quants in Y8,
+// d_x in Y9): the sign trick's lanes, lanes = fma(d_w*d_x, float(lanes),
+// lanes) at AX+32h.
+#define Q5VEC2(h, abs, sgn) \
+	VPSIGNB sgn, Y8, Y10; \
+	VPMADDUBSW Y10, abs, Y10; \
+	VPMADDWD Y15, Y10, Y10; \
+	VCVTDQ2PS Y10, Y10; \
+	VMULPS (32*h)(R14), Y9, Y11; \
+	VFMADD213PS (32*h)(AX), Y11, Y10; \
+	VMOVUPS Y10, (32*h)(AX)
+
+// func q5_0TileAVX2(w *byte, rb int, act *q8Act, astride, nb, n int, scratch *byte, acc *float32)
+// q5_0TileAVX512 without AVX-512: the same four rows and acc layout, the
+// lanes by legacyRowQ5_0AVX2's sign trick (VPSIGNB, VPMADDUBSW of the
+// absolute values, VPMADDWD by ones), one row's eight lanes per ymm
+// register. scratch: 128 bytes (the rows' d_w).
+TEXT ·q5_0TileAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ astride+24(FP), R9
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	LEAQ (BX)(BX*2), R11         // 3 rows
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15        // ones (int16)
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x10101010, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	TESTQ CX, CX
+	JEQ q50ydone
+
+q50yblock:
+	LEAQ (SI)(BX*1), R8
+	LEAQ (SI)(BX*2), R12
+	LEAQ (SI)(R11*1), R13
+	Q5ROW2(SI, 0, Y0, Y4)
+	Q5ROW2(R8, 1, Y1, Y5)
+	Q5ROW2(R12, 2, Y2, Y6)
+	Q5ROW2(R13, 3, Y3, Y7)
+	MOVQ DI, DX
+	MOVQ acc+56(FP), AX
+	MOVQ n+40(FP), R10
+
+q50yvec:
+	VMOVDQU (DX), Y8             // the vector's 32 quants
+	VBROADCASTSS 32(DX), Y9      // d_x
+	Q5VEC2(0, Y0, Y4)
+	Q5VEC2(1, Y1, Y5)
+	Q5VEC2(2, Y2, Y6)
+	Q5VEC2(3, Y3, Y7)
+	ADDQ $128, AX
+	ADDQ R9, DX
+	DECQ R10
+	JNZ q50yvec
+
+	ADDQ $22, SI
+	ADDQ $36, DI
+	DECQ CX
+	JNZ q50yblock
+
+q50ydone:
+	VZEROUPPER
+	RET

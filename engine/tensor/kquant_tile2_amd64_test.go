@@ -7,14 +7,37 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestQ5_0TileAVX512: the four-row Q5_0 tile gives its Go twin's bits
-// (and, from zero, dotLegacyQ8's for each row and vector) on random
-// blocks, scales (extremes included), activations and row and vector
-// strides, for 1 to 9 vectors.
-func TestQ5_0TileAVX512(t *testing.T) {
-	if !useTile512 {
-		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+// TestQ5_0Tile: the four-row Q5_0 tile, both forms (AVX-512 where the
+// CPU has it, AVX2), gives its Go twin's bits (and, from zero,
+// dotLegacyQ8's for each row and vector) on random blocks, scales
+// (extremes included), activations and row and vector strides, for 1 to
+// 9 vectors.
+func TestQ5_0Tile(t *testing.T) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
 	}
+	if useTile512 { // run the AVX2 form as well as the AVX-512 one
+		useTile512 = false
+		t.Run("avx2", testQ5_0Tile)
+		useTile512 = true
+		t.Run("avx512", testQ5_0Tile)
+		return
+	}
+	testQ5_0Tile(t)
+}
+
+// TestLegacyTileRowsAVX2 is TestLegacyTileRows with the AVX-512 tiles
+// off: Q5_0 through its AVX2 tile, Q4_1 and Q5_1 through the row kernels.
+func TestLegacyTileRowsAVX2(t *testing.T) {
+	if !useTile512 {
+		t.Skip("TestLegacyTileRows runs this form on this CPU")
+	}
+	useTile512 = false
+	defer func() { useTile512 = true }()
+	TestLegacyTileRows(t)
+}
+
+func testQ5_0Tile(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nb := rapid.IntRange(1, 6).Draw(t, "blocks")
 		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q5_0Bytes
@@ -32,7 +55,7 @@ func TestQ5_0TileAVX512(t *testing.T) {
 		q5_0TileGo(w, rb, act, astride, nb, n, want)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): AVX-512 %g, Go %g", i, i/32, i%32/8, i%8, got[i], want[i])
+				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): kernel %g, Go %g", i, i/32, i%32/8, i%8, got[i], want[i])
 			}
 		}
 		clear(got)
@@ -138,4 +161,12 @@ func checkPairTile(t *testing.T, bb int, dOffs []int, tile, twin pairTile, dot f
 			}
 		}
 	})
+}
+
+// BenchmarkKQuantQ5_0Mat64AVX2 is BenchmarkKQuantQ5_0Mat64 in the AVX2
+// form (useTile512 off), as on a CPU without AVX-512.
+func BenchmarkKQuantQ5_0Mat64AVX2(b *testing.B) {
+	defer func(on bool) { useTile512 = on }(useTile512)
+	useTile512 = false
+	benchKQuant(b, Q5_0, 1024, 1024, 64)
 }
