@@ -342,11 +342,12 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			j.q2KRows(worker, lo, hi)
 			return
 		}
+		if m.Type == Q5_0 && n > 1 && useSIMD {
+			j.q5_0Rows(worker, lo, hi)
+			return
+		}
 		if n > 1 && useTile512 {
 			switch m.Type {
-			case Q5_0:
-				j.q5_0Rows(worker, lo, hi)
-				return
 			case Q4_1, Q5_1:
 				j.q8_1Rows(worker, lo, hi)
 				return
