@@ -8,7 +8,7 @@ import "unsafe"
 // twin's bits (kquant_arm64_test.go): quantizeQ8KGo, q4kLanesGo,
 // q6kLanesGo, q4kStepGo, dotQ4KRepacked, q6kStepGo, dotQ6K, dotQ5K,
 // dotLegacyRepacked, dotLegacyQ8, dotLegacyQ8_1, dotIQ4XS, dotQ2K, dotQ3K,
-// q5kTileGo.
+// q5kTileGo, q2kTileGo.
 
 //go:noescape
 func quantizeQ8KNEON(x *float32, nb int, dst *q8KAct)
@@ -241,6 +241,26 @@ func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) 
 		row := w[h*rb : h*rb+nb*q5KBytes]
 		for b := 0; b < nb; b++ {
 			q5kStepNEON(&row[b*q5KBytes], &act[b], astride*int(unsafe.Sizeof(q8KAct{})), n, &acc[8*h], &acc[16+4*h], 32*4)
+		}
+	}
+}
+
+//go:noescape
+func q2kStepNEON(blk *byte, a *q8KAct, astride, n int, lanes *float32, accStride int)
+
+// q2kTile is q2kTileGo (two Q2_K rows against n vectors), each block of
+// each row decoded once for all vectors by q2kStepNEON where the CPU has
+// SDOT. Like q5kTile, MatMul calls it only under useTile512 for now.
+func q2kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	if !useNEONDot || nb == 0 || n == 0 {
+		q2kTileGo(w, rb, act, astride, nb, n, acc)
+		return
+	}
+	_, _ = act[(n-1)*astride+nb-1], acc[16*n-1]
+	for h := 0; h < 2; h++ {
+		row := w[h*rb : h*rb+nb*q2KBytes]
+		for b := 0; b < nb; b++ {
+			q2kStepNEON(&row[b*q2KBytes], &act[b], astride*int(unsafe.Sizeof(q8KAct{})), n, &acc[8*h], 16*4)
 		}
 	}
 }

@@ -308,10 +308,33 @@ func TestIQ4XSRowNEON(t *testing.T) {
 	})
 }
 
+// TestQ2KTileNEON: the arm64 Q2_K two-row tile (q2kStepNEON per block)
+// gives q2kTileGo's lanes bit for bit on random blocks with extreme
+// scales, 1 to 9 vectors and activation strides past the row.
+func TestQ2KTileNEON(t *testing.T) {
+	requireNEONDot(t)
+	rapid.Check(t, func(t *rapid.T) {
+		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
+		n := rapid.IntRange(1, 9).Draw(t, "n")
+		astride := nb + rapid.IntRange(0, 2).Draw(t, "pad")
+		rb := nb*q2KBytes + rapid.IntRange(0, 1).Draw(t, "rowPad")*q2KBytes
+		w := kRowGen(t, 2*rb/q2KBytes, q2KBytes, 80, 82)
+		act := kActGen(t, (n-1)*astride+nb)
+		got := make([]float32, 16*n)
+		for i := range got {
+			got[i] = kScaleGen(t, "acc")
+		}
+		want := append([]float32(nil), got...)
+		q2kTile(w, rb, act, astride, nb, n, got)
+		q2kTileGo(w, rb, act, astride, nb, n, want)
+		sameBitsK(t, "acc", got, want)
+	})
+}
+
 // BenchmarkKQuantNEON times each kernel of kquant_arm64.s beside its Go
 // twin (go: useNEONDot off, or quantizeQ8KGo) on one 4096-value row (16
 // super-blocks) of random blocks with ordinary scales, in ns per 256
-// values and vector (the block steps and the Q5_K tile over 64 vectors:
+// values and vector (the block steps and the tiles over 64 vectors:
 // per row and vector). Under qemu the figures mean nothing; on an arm64
 // machine:
 //
@@ -344,6 +367,7 @@ func BenchmarkKQuantNEON(b *testing.B) {
 	q40, q50 := row(Q4_0, 0), row(Q5_0, 0)
 	q2k, q3k := row(Q2_K, 80, 82), row(Q3_K, 108)
 	q5k2 := append(append([]byte(nil), q5k...), row(Q5_K, 0, 2)...)
+	q2k2 := append(append([]byte(nil), q2k...), row(Q2_K, 80, 82)...)
 	acc5 := make([]float32, 32*vecs)
 	var sink float32
 	acc := make([]float32, 8*vecs)
@@ -371,6 +395,9 @@ func BenchmarkKQuantNEON(b *testing.B) {
 		}},
 		{"q5kTile64", 2 * vecs, func() { // two rows against 64 vectors
 			q5kTile(q5k2, nb*q5KBytes, act, nb, nb, vecs, acc5)
+		}},
+		{"q2kTile64", 2 * vecs, func() {
+			q2kTile(q2k2, nb*q2KBytes, act, nb, nb, vecs, acc5)
 		}},
 		{"q6kStep64", vecs, func() {
 			for blk := 0; blk < nb; blk++ {

@@ -47,3 +47,7 @@ func dotLegacyQ8_1Row(t DType, row []byte, act []q8Act, s []float32) float32 {
 func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
 	q5kTileGo(w, rb, act, astride, nb, n, acc)
 }
+
+func q2kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
+	q2kTileGo(w, rb, act, astride, nb, n, acc)
+}

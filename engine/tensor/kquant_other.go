@@ -17,7 +17,3 @@ const useTile512 = false
 func q6kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
 	q6kTileGo(w, rb, act, astride, nb, n, acc)
 }
-
-func q2kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
-	q2kTileGo(w, rb, act, astride, nb, n, acc)
-}
