@@ -237,3 +237,34 @@ func TestChatBodyFields(t *testing.T) {
 		})
 	}
 }
+
+// An answer cut by max_tokens inside a tool call (finish_reason "length")
+// has arguments that are not JSON: it is counted, as an empty object plus
+// the text written, instead of failing the run.
+func TestAnswerCutToolCall(t *testing.T) {
+	c := qwenCounter(t)
+	call := func(args string) chat.Message {
+		return chat.Message{Role: "assistant", Content: chat.TextContent(""), ToolCalls: []chat.ToolCall{
+			{ID: "call_1", Type: "function", Function: chat.FunctionCall{Name: "bash", Arguments: args}}}}
+	}
+	empty, err := c.Answer(call("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := empty
+	for _, cut := range []string{`{"command": "ls`, `{"command": "ls -la /testbed/django/db/mod`} {
+		m := call(cut)
+		n, err := c.Answer(m)
+		if err != nil {
+			t.Fatalf("%q: %v", cut, err)
+		}
+		want := empty + len(c.tok.Encode(cut, false, false)) - len(c.tok.Encode("{}", false, false))
+		if n != want || n <= prev {
+			t.Errorf("%q: %d tokens, want %d (more than %d)", cut, n, want, prev)
+		}
+		if m.ToolCalls[0].Function.Arguments != cut {
+			t.Errorf("the caller's message changed: %q", m.ToolCalls[0].Function.Arguments)
+		}
+		prev = n
+	}
+}

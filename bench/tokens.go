@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/edgellmd/edgellmd/engine/chat"
@@ -131,9 +132,25 @@ func (c *TokenCounter) Answer(m chat.Message) (int, error) {
 	if m.Content.Null {
 		m.Content = chat.TextContent("")
 	}
+	// A tool call cut short by max_tokens (finish_reason "length") carries
+	// the arguments written so far, which are not JSON and which no
+	// template renders: it is counted as an empty object plus the tokens
+	// of the text written.
+	cut, cloned := 0, false
+	for i, tc := range m.ToolCalls {
+		a := strings.TrimSpace(tc.Function.Arguments)
+		if a == "" || json.Valid([]byte(a)) {
+			continue
+		}
+		if !cloned {
+			m.ToolCalls, cloned = slices.Clone(m.ToolCalls), true
+		}
+		cut += len(c.tok.Encode(tc.Function.Arguments, false, false)) - len(c.tok.Encode("{}", false, false))
+		m.ToolCalls[i].Function.Arguments = "{}"
+	}
 	ids, err := c.render([]chat.Message{{Role: "user", Content: chat.TextContent("")}, m}, false)
 	if err != nil {
 		return 0, err
 	}
-	return max(0, len(ids)-c.prefixLen-c.baseline), nil
+	return max(0, len(ids)-c.prefixLen-c.baseline+cut), nil
 }
