@@ -273,9 +273,9 @@ func (j *mmJob) q8_1Rows(worker, lo, hi int) {
 }
 
 // kPairRows computes rows [lo,hi) of a Q3_K or IQ4_XS product for
-// several vectors, two rows at a time in the AVX-512 register tile (tile:
-// q3kTile, iq4xsTile), with the bits of dot (the row function); a last
-// odd row goes vector by vector.
+// several vectors, two rows at a time in a register tile (tile: q3kTile,
+// iq4xsTile; AVX-512 or AVX2), with the bits of dot (the row function); a
+// last odd row goes vector by vector.
 func (j *mmJob) kPairRows(worker, lo, hi int, tile func(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32), dot func([]byte, []q8KAct) float32) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/qkK, m.rowBytes()

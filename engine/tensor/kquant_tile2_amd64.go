@@ -2,9 +2,10 @@ package tensor
 
 import "unsafe"
 
-// The tiles of kquant_tile2_amd64.s. Like q2kTile they run where
-// useTile512 is set (the callers check), Q5_0's also in its AVX2 form;
-// elsewhere the row kernels run once per vector.
+// The tiles of kquant_tile2_amd64.s: Q5_0, Q3_K and IQ4_XS in AVX-512
+// VNNI and AVX2 forms, Q4_1 and Q5_1 in AVX-512 only (like q2kTile, where
+// useTile512 is set: the callers check; elsewhere their row kernels run
+// once per vector).
 
 //go:noescape
 func q5_0TileAVX512(w *byte, rb int, act *q8Act, astride, nb, n int, acc *float32)
@@ -31,28 +32,44 @@ func q5_0Tile(w []byte, rb int, act []q8Act, astride, nb, n int, acc []float32) 
 //go:noescape
 func q3kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
 
-// q3kTile: see q3kTileGo.
+//go:noescape
+func q3kTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+
+// q3kTile: see q3kTileGo. The AVX2 form runs where useTile512 is not set.
 func q3kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
-	if !useTile512 || nb == 0 || n == 0 {
+	if !useSIMD || nb == 0 || n == 0 {
 		q3kTileGo(w, rb, act, astride, nb, n, acc)
 		return
 	}
 	_, _, _ = w[rb+nb*q3KBytes-1], act[(n-1)*astride+nb-1], acc[16*n-1]
-	q3kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, nil, &acc[0])
+	if useTile512 {
+		q3kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, nil, &acc[0])
+		return
+	}
+	var scratch [1120]byte
+	q3kTileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
 }
 
 //go:noescape
 func iq4xsTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
 
-// iq4xsTile: see iq4xsTileGo.
+//go:noescape
+func iq4xsTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+
+// iq4xsTile: see iq4xsTileGo. The AVX2 form runs where useTile512 is not
+// set.
 func iq4xsTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
-	if !useTile512 || nb == 0 || n == 0 {
+	if !useSIMD || nb == 0 || n == 0 {
 		iq4xsTileGo(w, rb, act, astride, nb, n, acc)
 		return
 	}
 	_, _, _ = w[rb+nb*iq4XSBytes-1], act[(n-1)*astride+nb-1], acc[16*n-1]
-	var scratch [32]byte
-	iq4xsTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
+	var scratch [1120]byte
+	if useTile512 {
+		iq4xsTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
+		return
+	}
+	iq4xsTileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
 }
 
 //go:noescape

@@ -437,10 +437,10 @@ loop: \
 	VBROADCASTSS X22, Y22; \
 	VINSERTF64X4 $1, Y22, Z28, Z28
 
-// Q3SC(row): the sixteen 6-bit scales of the Q3_K block at row (ggml's
-// kmask shuffle of the twelve bytes, as q3kRowAVX2), less 32, as int16 in
-// Z29 (the low 256 bits).
-#define Q3SC(row) \
+// Q3SC(row, xt, yo, y32): the sixteen 6-bit scales of the Q3_K block at
+// row (ggml's kmask shuffle of the twelve bytes, as q3kRowAVX2), less 32
+// (y32: 32 as int16), as int16 in yo; xt is a temporary.
+#define Q3SC(row, xt, yo, y32) \
 	MOVL 96(row), R9; \
 	MOVL 100(row), R10; \
 	MOVL 104(row), R11; \
@@ -471,12 +471,12 @@ loop: \
 	ANDL $0x03030303, R12; \
 	SHLL $4, R12; \
 	ORL R12, R10; \
-	VMOVD R9, X22; \
-	VPINSRD $1, R10, X22, X22; \
-	VPINSRD $2, AX, X22, X22; \
-	VPINSRD $3, R13, X22, X22; \
-	VPMOVSXBW X22, Y29; \
-	VPSUBW Y30, Y29, Y29
+	VMOVD R9, xt; \
+	VPINSRD $1, R10, xt, xt; \
+	VPINSRD $2, AX, xt, xt; \
+	VPINSRD $3, R13, xt, xt; \
+	VPMOVSXBW xt, yo; \
+	VPSUBW y32, yo, yo
 
 // Q3W(q, v, bit, c, out): chunk c of the Q3_K block whose hmask is in Y23
 // and quant bytes 32j.. in q: bits 2v of q, less 4 where hmask's bit is
@@ -495,7 +495,7 @@ loop: \
 
 // Q3ROW(row, o0, ..., o7): the Q3_K block at row into o0..o7.
 #define Q3ROW(row, o0, o1, o2, o3, o4, o5, o6, o7) \
-	Q3SC(row); \
+	Q3SC(row, X22, Y29, Y30); \
 	VMOVDQU64 (row), Y23; \
 	VMOVDQU64 32(row), Y24; \
 	VMOVDQU64 64(row), Y25; \
@@ -550,10 +550,10 @@ q3kzdone:
 	VZEROUPPER
 	RET
 
-// IQ4SC(row, h, loop): the eight scales of the IQ4_XS block at row,
+// IQ4SC(row, off, loop): the eight scales of the IQ4_XS block at row,
 // ((scales_l[ib/2] >> 4*(ib%2)) & 15) | ((scales_h >> 2*ib) & 3) << 4,
-// less 32, as int16 at scratch+16h.
-#define IQ4SC(row, h, loop) \
+// less 32, as int16 at scratch+off.
+#define IQ4SC(row, off, loop) \
 	MOVWLZX 2(row), R12; \
 	MOVL 4(row), R10; \
 	XORQ R9, R9; \
@@ -565,7 +565,7 @@ loop: \
 	SHLL $4, R13; \
 	ORL R13, AX; \
 	SUBL $32, AX; \
-	MOVW AX, (16*h)(R14)(R9*2); \
+	MOVW AX, off(R14)(R9*2); \
 	SHRL $4, R10; \
 	SHRL $2, R12; \
 	INCQ R9; \
@@ -587,7 +587,7 @@ loop: \
 	VPMULLW Z23, out, out
 
 #define IQ4ROW(row, h, loop, o0, o1, o2, o3, o4, o5, o6, o7) \
-	IQ4SC(row, h, loop); \
+	IQ4SC(row, (16*h), loop); \
 	IQ4W(row, h, 0, o0); \
 	IQ4W(row, h, 1, o1); \
 	IQ4W(row, h, 2, o2); \
@@ -728,5 +728,217 @@ q50yvec:
 	JNZ q50yblock
 
 q50ydone:
+	VZEROUPPER
+	RET
+
+// The AVX2 forms of the Q3_K and IQ4_XS tiles: the same int16 values
+// times their scales, but in scratch (512 bytes a row: AVX2's sixteen
+// registers do not hold them), each vector's quants widened 16 at a time
+// and VPMADDWD against both rows; the first and second 16 values of each
+// chunk in their own accumulators, VPHADDD and VPERMQ then give the eight
+// lanes. scratch: 0 and 512 the rows' values, 1024 and 1056 their d_w
+// (eight lanes), 1088 the block's scales (int16).
+
+// K16DW2(off): d_w (F16 at off in both rows' blocks) at scratch+1024
+// and 1056, eight lanes each.
+#define K16DW2(off) \
+	MOVWLZX off(SI), AX; \
+	VMOVD AX, X4; \
+	VCVTPH2PS X4, X4; \
+	VBROADCASTSS X4, Y4; \
+	VMOVUPS Y4, 1024(R14); \
+	MOVWLZX off(SI)(BX*1), AX; \
+	VMOVD AX, X4; \
+	VCVTPH2PS X4, X4; \
+	VBROADCASTSS X4, Y4; \
+	VMOVUPS Y4, 1056(R14)
+
+// K16CH2(c): chunk c of the vector at DX against both rows.
+#define K16CH2(c) \
+	VPMOVSXBW (32*c)(DX), Y8; \
+	VPMADDWD (64*c)(R14), Y8, Y9; \
+	VPADDD Y9, Y0, Y0; \
+	VPMADDWD (512+64*c)(R14), Y8, Y9; \
+	VPADDD Y9, Y2, Y2; \
+	VPMOVSXBW (32*c+16)(DX), Y8; \
+	VPMADDWD (64*c+32)(R14), Y8, Y9; \
+	VPADDD Y9, Y1, Y1; \
+	VPMADDWD (512+64*c+32)(R14), Y8, Y9; \
+	VPADDD Y9, Y3, Y3
+
+// K16VEC2(loop): K16VEC in AVX2 (Y12-Y15 kept).
+#define K16VEC2(loop) \
+loop: \
+	VPXOR Y0, Y0, Y0; \
+	VPXOR Y1, Y1, Y1; \
+	VPXOR Y2, Y2, Y2; \
+	VPXOR Y3, Y3, Y3; \
+	K16CH2(0); \
+	K16CH2(1); \
+	K16CH2(2); \
+	K16CH2(3); \
+	K16CH2(4); \
+	K16CH2(5); \
+	K16CH2(6); \
+	K16CH2(7); \
+	VPHADDD Y1, Y0, Y0; \
+	VPERMQ $0xD8, Y0, Y0; \
+	VPHADDD Y3, Y2, Y2; \
+	VPERMQ $0xD8, Y2, Y2; \
+	VCVTDQ2PS Y0, Y0; \
+	VCVTDQ2PS Y2, Y2; \
+	VBROADCASTSS 288(DX), Y10; \
+	VMULPS 1024(R14), Y10, Y11; \
+	VFMADD213PS (AX), Y11, Y0; \
+	VMOVUPS Y0, (AX); \
+	VMULPS 1056(R14), Y10, Y11; \
+	VFMADD213PS 32(AX), Y11, Y2; \
+	VMOVUPS Y2, 32(AX); \
+	ADDQ $64, AX; \
+	ADDQ R9, DX; \
+	DECQ R10; \
+	JNZ loop
+
+// Q3W2(q, v, bit, c, h): chunk c of row h's Q3_K block (hmask in Y1,
+// quant bytes 32j.. in q) into scratch+512h+64c as int16 times the
+// scales (scratch+1088).
+#define Q3W2(q, v, bit, c, h) \
+	VPSRLW $(2*v), q, Y4; \
+	VPAND Y14, Y4, Y4; \
+	MOVL $(0x01010101<<bit), AX; \
+	VMOVD AX, X5; \
+	VPBROADCASTD X5, Y5; \
+	VPAND Y1, Y5, Y5; \
+	VPCMPEQB Y13, Y5, Y5; \
+	VPAND Y12, Y5, Y5; \
+	VPSUBB Y5, Y4, Y4; \
+	VPMOVSXBW X4, Y6; \
+	VPBROADCASTW (1088+4*c)(R14), Y7; \
+	VPMULLW Y7, Y6, Y6; \
+	VMOVDQU Y6, (512*h+64*c)(R14); \
+	VEXTRACTI128 $1, Y4, X4; \
+	VPMOVSXBW X4, Y6; \
+	VPBROADCASTW (1088+4*c+2)(R14), Y7; \
+	VPMULLW Y7, Y6, Y6; \
+	VMOVDQU Y6, (512*h+64*c+32)(R14)
+
+#define Q3ROW2(row, h) \
+	Q3SC(row, X0, Y0, Y15); \
+	VMOVDQU Y0, 1088(R14); \
+	VMOVDQU (row), Y1; \
+	VMOVDQU 32(row), Y2; \
+	VMOVDQU 64(row), Y3; \
+	Q3W2(Y2, 0, 0, 0, h); \
+	Q3W2(Y2, 1, 1, 1, h); \
+	Q3W2(Y2, 2, 2, 2, h); \
+	Q3W2(Y2, 3, 3, 3, h); \
+	Q3W2(Y3, 0, 4, 4, h); \
+	Q3W2(Y3, 1, 5, 5, h); \
+	Q3W2(Y3, 2, 6, 6, h); \
+	Q3W2(Y3, 3, 7, 7, h)
+
+// func q3kTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+// q3kTileAVX512 without AVX-512 (the same rows, arithmetic and acc
+// layout). scratch: 1120 bytes.
+TEXT ·q3kTileAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	MOVL $0x04040404, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+	VPXOR Y13, Y13, Y13
+	MOVL $0x03030303, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x00200020, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15        // 32 as int16
+	TESTQ CX, CX
+	JEQ q3kydone
+
+q3kyblock:
+	LEAQ (SI)(BX*1), R8
+	Q3ROW2(SI, 0)
+	Q3ROW2(R8, 1)
+	K16DW2(108)
+	MOVQ DI, DX
+	MOVQ acc+56(FP), AX
+	MOVQ n+40(FP), R10
+	MOVQ astride+24(FP), R9
+	K16VEC2(q3kyvec)
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q3kyblock
+
+q3kydone:
+	VZEROUPPER
+	RET
+
+// IQ4W2(row, c, h): chunk c of row h's IQ4_XS block into
+// scratch+512h+64c: the levels (lut in X12) of qs[16c:]'s low nibbles,
+// then the high, as int16 times the chunk's scale.
+#define IQ4W2(row, c, h) \
+	VMOVDQU (8+16*c)(row), X4; \
+	VPSRLW $4, X4, X5; \
+	VPAND X14, X4, X4; \
+	VPAND X14, X5, X5; \
+	VPSHUFB X4, X12, X4; \
+	VPSHUFB X5, X12, X5; \
+	VPBROADCASTW (1088+2*c)(R14), Y7; \
+	VPMOVSXBW X4, Y6; \
+	VPMULLW Y7, Y6, Y6; \
+	VMOVDQU Y6, (512*h+64*c)(R14); \
+	VPMOVSXBW X5, Y6; \
+	VPMULLW Y7, Y6, Y6; \
+	VMOVDQU Y6, (512*h+64*c+32)(R14)
+
+#define IQ4ROW2(row, h, loop) \
+	IQ4SC(row, 1088, loop); \
+	IQ4W2(row, 0, h); \
+	IQ4W2(row, 1, h); \
+	IQ4W2(row, 2, h); \
+	IQ4W2(row, 3, h); \
+	IQ4W2(row, 4, h); \
+	IQ4W2(row, 5, h); \
+	IQ4W2(row, 6, h); \
+	IQ4W2(row, 7, h)
+
+// func iq4xsTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+// iq4xsTileAVX512 without AVX-512 (the same rows, arithmetic and acc
+// layout). scratch: 1120 bytes.
+TEXT ·iq4xsTileAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	LEAQ ·kvaluesIQ4NL(SB), AX
+	VMOVDQU (AX), X12
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	TESTQ CX, CX
+	JEQ iq4ydone
+
+iq4yblock:
+	LEAQ (SI)(BX*1), R8
+	IQ4ROW2(SI, 0, iq4ysc0)
+	IQ4ROW2(R8, 1, iq4ysc1)
+	K16DW2(0)
+	MOVQ DI, DX
+	MOVQ acc+56(FP), AX
+	MOVQ n+40(FP), R10
+	MOVQ astride+24(FP), R9
+	K16VEC2(iq4yvec)
+	ADDQ $136, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ iq4yblock
+
+iq4ydone:
 	VZEROUPPER
 	RET

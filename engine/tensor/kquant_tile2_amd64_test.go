@@ -26,8 +26,9 @@ func TestQ5_0Tile(t *testing.T) {
 	testQ5_0Tile(t)
 }
 
-// TestLegacyTileRowsAVX2 is TestLegacyTileRows with the AVX-512 tiles
-// off: Q5_0 through its AVX2 tile, Q4_1 and Q5_1 through the row kernels.
+// TestLegacyTileRowsAVX2 and TestKTileRowsAVX2 are TestLegacyTileRows and
+// TestKTileRows with the AVX-512 tiles off: Q5_0, Q3_K and IQ4_XS through
+// their AVX2 tiles, Q4_1 and Q5_1 through the row kernels.
 func TestLegacyTileRowsAVX2(t *testing.T) {
 	if !useTile512 {
 		t.Skip("TestLegacyTileRows runs this form on this CPU")
@@ -35,6 +36,15 @@ func TestLegacyTileRowsAVX2(t *testing.T) {
 	useTile512 = false
 	defer func() { useTile512 = true }()
 	TestLegacyTileRows(t)
+}
+
+func TestKTileRowsAVX2(t *testing.T) {
+	if !useTile512 {
+		t.Skip("TestKTileRows runs this form on this CPU")
+	}
+	useTile512 = false
+	defer func() { useTile512 = true }()
+	TestKTileRows(t)
 }
 
 func testQ5_0Tile(t *testing.T) {
@@ -117,7 +127,8 @@ func TestQ8_1TileAVX512(t *testing.T) {
 }
 
 // TestQ3KTileAVX512 and TestIQ4XSTileAVX512: the two-row Q3_K and IQ4_XS
-// tiles give their Go twins' bits (and, from zero, dotQ3K's and
+// tiles, both forms (AVX-512 where the CPU has it, AVX2), give their Go
+// twins' bits (and, from zero, dotQ3K's and
 // dotIQ4XS's for each row and vector) on random blocks, scales (extremes
 // included), activations and strides, for 1 to 9 vectors.
 func TestQ3KTileAVX512(t *testing.T) {
@@ -130,10 +141,23 @@ func TestIQ4XSTileAVX512(t *testing.T) {
 
 type pairTile func(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32)
 
+// checkPairTile runs checkPairTileForm on both forms of the tile (AVX-512
+// where the CPU has it, AVX2).
 func checkPairTile(t *testing.T, bb int, dOffs []int, tile, twin pairTile, dot func([]byte, []q8KAct) float32) {
-	if !useTile512 {
-		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
 	}
+	if useTile512 {
+		useTile512 = false
+		t.Run("avx2", func(t *testing.T) { checkPairTileForm(t, bb, dOffs, tile, twin, dot) })
+		useTile512 = true
+		t.Run("avx512", func(t *testing.T) { checkPairTileForm(t, bb, dOffs, tile, twin, dot) })
+		return
+	}
+	checkPairTileForm(t, bb, dOffs, tile, twin, dot)
+}
+
+func checkPairTileForm(t *testing.T, bb int, dOffs []int, tile, twin pairTile, dot func([]byte, []q8KAct) float32) {
 	rapid.Check(t, func(t *rapid.T) {
 		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
 		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * bb
@@ -147,7 +171,7 @@ func checkPairTile(t *testing.T, bb int, dOffs []int, tile, twin pairTile, dot f
 		twin(w, rb, act, astride, nb, n, want)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): AVX-512 %g, Go %g", i, i/16, i%16/8, i%8, got[i], want[i])
+				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): kernel %g, Go %g", i, i/16, i%16/8, i%8, got[i], want[i])
 			}
 		}
 		clear(got)
@@ -169,4 +193,18 @@ func BenchmarkKQuantQ5_0Mat64AVX2(b *testing.B) {
 	defer func(on bool) { useTile512 = on }(useTile512)
 	useTile512 = false
 	benchKQuant(b, Q5_0, 1024, 1024, 64)
+}
+
+// BenchmarkKQuantQ3KMat64AVX2 and BenchmarkKQuantIQ4XSMat64AVX2: the AVX2
+// forms, as on a CPU without AVX-512.
+func BenchmarkKQuantQ3KMat64AVX2(b *testing.B) {
+	defer func(on bool) { useTile512 = on }(useTile512)
+	useTile512 = false
+	benchKQuant(b, Q3_K, 1024, 1024, 64)
+}
+
+func BenchmarkKQuantIQ4XSMat64AVX2(b *testing.B) {
+	defer func(on bool) { useTile512 = on }(useTile512)
+	useTile512 = false
+	benchKQuant(b, IQ4_XS, 1024, 1024, 64)
 }
