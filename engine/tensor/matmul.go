@@ -342,14 +342,10 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			j.q2KRows(worker, lo, hi)
 			return
 		}
-		if m.Type == Q5_0 && n > 1 && useSIMD {
-			j.q5_0Rows(worker, lo, hi)
-			return
-		}
-		if n > 1 && useTile512 {
+		if n > 1 && useSIMD {
 			switch m.Type {
-			case Q4_1, Q5_1:
-				j.q8_1Rows(worker, lo, hi)
+			case Q5_0:
+				j.q5_0Rows(worker, lo, hi)
 				return
 			case Q3_K:
 				j.kPairRows(worker, lo, hi, q3kTile, dotQ3KRow)
@@ -358,6 +354,10 @@ func (j *mmJob) rows(worker, lo, hi int) {
 				j.kPairRows(worker, lo, hi, iq4xsTile, dotIQ4XSRow)
 				return
 			}
+		}
+		if (m.Type == Q4_1 || m.Type == Q5_1) && n > 1 && useTile512 {
+			j.q8_1Rows(worker, lo, hi)
+			return
 		}
 		if repacked && k == actQ8_0 && j.legacyRepackedRows(worker, lo, hi) {
 			return
