@@ -243,6 +243,10 @@ func Load(path string, opt Options) (*Engine, error) {
 	}
 	dev := e.Device()
 	ev := opt.Log.Info().Str("model", path).Str("arch", m.Arch()).Str("file_type", f.FileType()).Str("engine", dev.Engine).Str("device", dev.Name)
+	kernels, simd := tensor.CPUKernels()
+	if dev.Engine == EngineCPU {
+		ev = ev.Str("cpu_kernels", kernels)
+	}
 	if dev.Engine != EngineCPU {
 		ev = ev.Str("driver", dev.Driver).Int64("device_memory_bytes", dev.MemoryTotalBytes).
 			Int64("device_memory_used_bytes", dev.MemoryUsedBytes)
@@ -255,6 +259,10 @@ func Load(path string, opt Options) (*Engine, error) {
 		}
 	}
 	ev.Msg("model loaded")
+	if dev.Engine == EngineCPU && !simd {
+		opt.Log.Warn().Str("cpu_kernels", kernels).Str("cpu", dev.Name).
+			Msg("this CPU has none of the engine's SIMD kernels: every product runs its plain-Go twin (the same bits, several times slower)")
+	}
 	if full := e.size.Bytes(ctxLen); memBudget > 0 && full*int64(nseq) > memBudget {
 		opt.Log.Info().Int64("memory_budget_bytes", memBudget).Int64("sequence_bytes_full_context", full).
 			Int("full_context_sequences", int(memBudget/full)).Int("max_sequences", nseq).
