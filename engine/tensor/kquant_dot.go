@@ -564,8 +564,8 @@ func (j *mmJob) q5KRows(worker, lo, hi int) {
 }
 
 // q2KRows computes rows [lo,hi) of a Q2_K product for several vectors,
-// two rows at a time in the AVX-512 register tile (q2kTile), with dotQ2K's
-// bits; a last odd row goes vector by vector.
+// two rows at a time in a register tile (q2kTile: AVX-512 or AVX2), with
+// dotQ2K's bits; a last odd row goes vector by vector.
 func (j *mmJob) q2KRows(worker, lo, hi int) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/qkK, m.rowBytes()

@@ -942,3 +942,136 @@ iq4yblock:
 iq4ydone:
 	VZEROUPPER
 	RET
+
+// Q2W2(q, v, c, h): chunk c = 4j+v of row h's Q2_K block (quant bytes
+// 32j.. in q): bits 2v, as int16 times the chunk's scales (scratch+1088),
+// into scratch+512h+64c.
+#define Q2W2(q, v, c, h) \
+	VPSRLW $(2*v), q, Y4; \
+	VPAND Y14, Y4, Y4; \
+	VPMOVZXBW X4, Y6; \
+	VPBROADCASTW (1088+4*c)(R14), Y7; \
+	VPMULLW Y7, Y6, Y6; \
+	VMOVDQU Y6, (512*h+64*c)(R14); \
+	VEXTRACTI128 $1, Y4, X4; \
+	VPMOVZXBW X4, Y6; \
+	VPBROADCASTW (1088+4*c+2)(R14), Y7; \
+	VPMULLW Y7, Y6, Y6; \
+	VMOVDQU Y6, (512*h+64*c+32)(R14)
+
+// Q2ROW2(row, h): row h's Q2_K block at row: the 4-bit scales (low
+// nibbles) as int16 at scratch+1088, the mins (high nibbles) at
+// 1120+32h, the values times their scales at 512h.
+#define Q2ROW2(row, h) \
+	VMOVDQU (row), X0; \
+	VPAND X13, X0, X1; \
+	VPMOVZXBW X1, Y1; \
+	VMOVDQU Y1, 1088(R14); \
+	VPSRLW $4, X0, X0; \
+	VPAND X13, X0, X0; \
+	VPMOVZXBW X0, Y0; \
+	VMOVDQU Y0, (1120+32*h)(R14); \
+	VMOVDQU 16(row), Y2; \
+	VMOVDQU 48(row), Y3; \
+	Q2W2(Y2, 0, 0, h); \
+	Q2W2(Y2, 1, 1, h); \
+	Q2W2(Y2, 2, 2, h); \
+	Q2W2(Y2, 3, 3, h); \
+	Q2W2(Y3, 0, 4, h); \
+	Q2W2(Y3, 1, 5, h); \
+	Q2W2(Y3, 2, 6, h); \
+	Q2W2(Y3, 3, 7, h)
+
+// Q2STEP2(h, lanes, off): row h's step of the vector at DX (d_x in Y10,
+// its bsums in Y8): lanes = fma(-(d_x*dmin_w), float(mins . bsums by
+// pairs), lanes), then lanes = fma(d_x*d_w, float(the value lanes in
+// lanes' register), lanes), at AX+off.
+#define Q2STEP2(h, lanes, off) \
+	VPMADDWD (1120+32*h)(R14), Y8, Y9; \
+	VCVTDQ2PS Y9, Y9; \
+	VMULPS (1184+32*h)(R14), Y10, Y11; \
+	VMOVUPS off(AX), Y12; \
+	VFNMADD231PS Y11, Y9, Y12; \
+	VMULPS (1024+32*h)(R14), Y10, Y11; \
+	VFMADD231PS Y11, lanes, Y12; \
+	VMOVUPS Y12, off(AX)
+
+// Q2VEC2(loop): K16VEC2 for Q2_K: the minimums' step before the
+// values', per row, as dotQ2K.
+#define Q2VEC2(loop) \
+loop: \
+	VPXOR Y0, Y0, Y0; \
+	VPXOR Y1, Y1, Y1; \
+	VPXOR Y2, Y2, Y2; \
+	VPXOR Y3, Y3, Y3; \
+	K16CH2(0); \
+	K16CH2(1); \
+	K16CH2(2); \
+	K16CH2(3); \
+	K16CH2(4); \
+	K16CH2(5); \
+	K16CH2(6); \
+	K16CH2(7); \
+	VPHADDD Y1, Y0, Y0; \
+	VPERMQ $0xD8, Y0, Y0; \
+	VPHADDD Y3, Y2, Y2; \
+	VPERMQ $0xD8, Y2, Y2; \
+	VCVTDQ2PS Y0, Y0; \
+	VCVTDQ2PS Y2, Y2; \
+	VBROADCASTSS 288(DX), Y10; \
+	VMOVDQU 256(DX), Y8; \
+	Q2STEP2(0, Y0, 0); \
+	Q2STEP2(1, Y2, 32); \
+	ADDQ $64, AX; \
+	ADDQ R9, DX; \
+	DECQ R10; \
+	JNZ loop
+
+// func q2kTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+// q2kTileAVX512 without AVX-512 (the same rows, arithmetic and acc
+// layout), in the manner of q3kTileAVX2. scratch: 1248 bytes (as
+// q3kTileAVX2's, then the rows' mins at 1120 and 1152, dmin_w at 1184
+// and 1216).
+TEXT ·q2kTileAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x03030303, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	TESTQ CX, CX
+	JEQ q2kydone
+
+q2kyblock:
+	LEAQ (SI)(BX*1), R8
+	Q2ROW2(SI, 0)
+	Q2ROW2(R8, 1)
+	K16DW2(80)
+	MOVWLZX 82(SI), AX
+	VMOVD AX, X4
+	VCVTPH2PS X4, X4
+	VBROADCASTSS X4, Y4
+	VMOVUPS Y4, 1184(R14)
+	MOVWLZX 82(SI)(BX*1), AX
+	VMOVD AX, X4
+	VCVTPH2PS X4, X4
+	VBROADCASTSS X4, Y4
+	VMOVUPS Y4, 1216(R14)
+	MOVQ DI, DX
+	MOVQ acc+56(FP), AX
+	MOVQ n+40(FP), R10
+	MOVQ astride+24(FP), R9
+	Q2VEC2(q2kyvec)
+	ADDQ $84, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q2kyblock
+
+q2kydone:
+	VZEROUPPER
+	RET

@@ -174,13 +174,21 @@ func dotLegacyQ8_1Row(t DType, row []byte, act []q8Act, s []float32) float32 {
 //go:noescape
 func q2kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
 
-// q2kTile: see q2kTileGo. Like q6kTile, it runs where useTile512 is set.
+//go:noescape
+func q2kTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+
+// q2kTile: see q2kTileGo. Without AVX-512 its AVX2 form runs
+// (kquant_tile2_amd64.s).
 func q2kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
-	if !useTile512 || nb == 0 || n == 0 {
+	if !useSIMD || nb == 0 || n == 0 {
 		q2kTileGo(w, rb, act, astride, nb, n, acc)
 		return
 	}
 	_, _, _ = w[rb+nb*q2KBytes-1], act[(n-1)*astride+nb-1], acc[16*n-1]
-	var scratch [592]byte
-	q2kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
+	var scratch [1248]byte
+	if useTile512 {
+		q2kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
+		return
+	}
+	q2kTileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
 }

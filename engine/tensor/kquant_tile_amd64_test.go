@@ -352,13 +352,25 @@ func TestLegacyRowAVX2(t *testing.T) {
 	})
 }
 
-// TestQ2KTileAVX512: the two-row Q2_K tile gives its Go twin's bits (and,
-// from zero, dotQ2K's for each row and vector) on random blocks, scales
-// (extremes included), activations and strides, for 1 to 9 vectors.
+// TestQ2KTileAVX512: the two-row Q2_K tile, both forms (AVX-512 where the
+// CPU has it, AVX2), gives its Go twin's bits (and, from zero, dotQ2K's
+// for each row and vector) on random blocks, scales (extremes included),
+// activations and strides, for 1 to 9 vectors.
 func TestQ2KTileAVX512(t *testing.T) {
-	if !useTile512 {
-		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
 	}
+	if useTile512 { // run the AVX2 form as well as the AVX-512 one
+		useTile512 = false
+		t.Run("avx2", testQ2KTile)
+		useTile512 = true
+		t.Run("avx512", testQ2KTile)
+		return
+	}
+	testQ2KTile(t)
+}
+
+func testQ2KTile(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
 		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q2KBytes
@@ -372,7 +384,7 @@ func TestQ2KTileAVX512(t *testing.T) {
 		q2kTileGo(w, rb, act, astride, nb, n, want)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): AVX-512 %g, Go %g", i, i/16, i%16/8, i%8, got[i], want[i])
+				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): kernel %g, Go %g", i, i/16, i%16/8, i%8, got[i], want[i])
 			}
 		}
 		clear(got)
