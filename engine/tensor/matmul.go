@@ -338,7 +338,7 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			j.q5KRows(worker, lo, hi)
 			return
 		}
-		if m.Type == Q2_K && n > 1 && useTile512 {
+		if m.Type == Q2_K && n > 1 && useSIMD {
 			j.q2KRows(worker, lo, hi)
 			return
 		}
