@@ -541,8 +541,8 @@ func (j *mmJob) q6KRows(worker, lo, hi int) {
 }
 
 // q5KRows computes rows [lo,hi) of a Q5_K product for several vectors,
-// two rows at a time in the AVX-512 register tile (q5kTile), with dotQ5K's
-// bits; a last odd row goes vector by vector.
+// two rows at a time in a register tile (q5kTile: AVX-512 or AVX2), with
+// dotQ5K's bits; a last odd row goes vector by vector.
 func (j *mmJob) q5KRows(worker, lo, hi int) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/qkK, m.rowBytes()

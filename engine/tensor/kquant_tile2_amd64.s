@@ -1075,3 +1075,166 @@ q2kyblock:
 q2kydone:
 	VZEROUPPER
 	RET
+
+// Q5KSC2(row, h): the Q5_K block at row's eight 6-bit scales (ggml's utmp
+// shuffle, as Q5PREP) as int16 at scratch+1088, its eight mins as int16
+// at 1120+16h.
+#define Q5KSC2(row, h) \
+	MOVL 4(row), R10; \
+	MOVL 8(row), R11; \
+	MOVL 12(row), R13; \
+	MOVL R11, AX; \
+	SHRL $6, AX; \
+	ANDL $0x03030303, AX; \
+	SHLL $4, AX; \
+	MOVL R13, DX; \
+	SHRL $4, DX; \
+	ANDL $0x0F0F0F0F, DX; \
+	ORL DX, AX; \
+	ANDL $0x3F3F3F3F, R11; \
+	MOVL R10, DX; \
+	SHRL $6, DX; \
+	ANDL $0x03030303, DX; \
+	SHLL $4, DX; \
+	ANDL $0x0F0F0F0F, R13; \
+	ORL DX, R13; \
+	ANDL $0x3F3F3F3F, R10; \
+	VMOVD R11, X5; \
+	VPINSRD $1, AX, X5, X5; \
+	VPMOVZXBW X5, X5; \
+	VMOVDQU X5, (1120+16*h)(R14); \
+	VMOVD R10, X5; \
+	VPINSRD $1, R13, X5, X5; \
+	VPMOVZXBW X5, X5; \
+	VMOVDQU X5, 1088(R14)
+
+// Q5KW2(j, c, shift, h): chunk c (2j, or 2j+1 with shift 4) of row h's
+// Q5_K block at SI (qh in Y1, the fifth bit c's mask broadcast in Y2):
+// the nibbles of quant bytes 32j.. plus 16 where qh's bit c is set, as
+// int16 times the chunk's scale (scratch+1088+2c), into scratch+512h+64c.
+#define Q5KW2(row, j, c, shift, h) \
+	VMOVDQU (48+32*j)(row), Y4; \
+	VPSRLW $shift, Y4, Y4; \
+	VPAND Y13, Y4, Y4; \
+	MOVL $(0x01010101<<c), AX; \
+	VMOVD AX, X5; \
+	VPBROADCASTD X5, Y5; \
+	VPAND Y1, Y5, Y6; \
+	VPCMPEQB Y5, Y6, Y6; \
+	VPAND Y14, Y6, Y6; \
+	VPOR Y6, Y4, Y4; \
+	VPBROADCASTW (1088+2*c)(R14), Y7; \
+	VPMOVZXBW X4, Y6; \
+	VPMULLW Y7, Y6, Y6; \
+	VMOVDQU Y6, (512*h+64*c)(R14); \
+	VEXTRACTI128 $1, Y4, X4; \
+	VPMOVZXBW X4, Y6; \
+	VPMULLW Y7, Y6, Y6; \
+	VMOVDQU Y6, (512*h+64*c+32)(R14)
+
+#define Q5KROW2(row, h) \
+	Q5KSC2(row, h); \
+	VMOVDQU 16(row), Y1; \
+	Q5KW2(row, 0, 0, 0, h); \
+	Q5KW2(row, 0, 1, 4, h); \
+	Q5KW2(row, 1, 2, 0, h); \
+	Q5KW2(row, 1, 3, 4, h); \
+	Q5KW2(row, 2, 4, 0, h); \
+	Q5KW2(row, 2, 5, 4, h); \
+	Q5KW2(row, 3, 6, 0, h); \
+	Q5KW2(row, 3, 7, 4, h)
+
+// Q5KVEC2(loop): K16VEC2 for Q5_K: the lanes' step of both rows, then
+// each row's summs = fma(-(d_x*dmin_w), float(mins . bsums), summs)
+// (four copies a row, as q5kTileAVX512); acc 128 bytes a vector.
+#define Q5KVEC2(loop) \
+loop: \
+	VPXOR Y0, Y0, Y0; \
+	VPXOR Y1, Y1, Y1; \
+	VPXOR Y2, Y2, Y2; \
+	VPXOR Y3, Y3, Y3; \
+	K16CH2(0); \
+	K16CH2(1); \
+	K16CH2(2); \
+	K16CH2(3); \
+	K16CH2(4); \
+	K16CH2(5); \
+	K16CH2(6); \
+	K16CH2(7); \
+	VPHADDD Y1, Y0, Y0; \
+	VPERMQ $0xD8, Y0, Y0; \
+	VPHADDD Y3, Y2, Y2; \
+	VPERMQ $0xD8, Y2, Y2; \
+	VCVTDQ2PS Y0, Y0; \
+	VCVTDQ2PS Y2, Y2; \
+	VBROADCASTSS 288(DX), Y10; \
+	VMULPS 1024(R14), Y10, Y11; \
+	VFMADD213PS (AX), Y11, Y0; \
+	VMOVUPS Y0, (AX); \
+	VMULPS 1056(R14), Y10, Y11; \
+	VFMADD213PS 32(AX), Y11, Y2; \
+	VMOVUPS Y2, 32(AX); \
+	VMOVDQU 256(DX), Y8; \
+	VPHADDW Y8, Y8, Y8; \
+	VPERMQ $0x88, Y8, Y8; \
+	VPMADDWD 1120(R14), Y8, Y9; \
+	VPHADDD Y9, Y9, Y9; \
+	VPHADDD Y9, Y9, Y9; \
+	VCVTDQ2PS Y9, Y9; \
+	VMULPS 1152(R14), Y10, Y11; \
+	VMOVUPS 64(AX), Y8; \
+	VFNMADD231PS Y11, Y9, Y8; \
+	VMOVUPS Y8, 64(AX); \
+	ADDQ $128, AX; \
+	ADDQ R9, DX; \
+	DECQ R10; \
+	JNZ loop
+
+// func q5kTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+// q5kTileAVX512 without AVX-512 (the same rows, arithmetic and acc
+// layout), in the manner of q3kTileAVX2. scratch: 1184 bytes (as
+// q3kTileAVX2's, then the rows' mins at 1120 and 1136, dmin_w at 1152,
+// four lanes a row).
+TEXT ·q5kTileAVX2(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ rb+8(FP), BX
+	MOVQ act+16(FP), DI
+	MOVQ nb+32(FP), CX
+	MOVQ scratch+48(FP), R14
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x10101010, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	TESTQ CX, CX
+	JEQ q5kydone
+
+q5kyblock:
+	LEAQ (SI)(BX*1), R8
+	Q5KROW2(SI, 0)
+	Q5KROW2(R8, 1)
+	K16DW2(0)
+	MOVWLZX 2(SI), AX
+	VMOVD AX, X4
+	VCVTPH2PS X4, X4
+	VBROADCASTSS X4, X4
+	MOVWLZX 2(SI)(BX*1), AX
+	VMOVD AX, X5
+	VCVTPH2PS X5, X5
+	VBROADCASTSS X5, X5
+	VINSERTI128 $1, X5, Y4, Y4
+	VMOVUPS Y4, 1152(R14)        // dmin_w, four lanes a row
+	MOVQ DI, DX
+	MOVQ acc+56(FP), AX
+	MOVQ n+40(FP), R10
+	MOVQ astride+24(FP), R9
+	Q5KVEC2(q5kyvec)
+	ADDQ $176, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ q5kyblock
+
+q5kydone:
+	VZEROUPPER
+	RET

@@ -27,8 +27,8 @@ func TestQ5_0Tile(t *testing.T) {
 }
 
 // TestLegacyTileRowsAVX2 and TestKTileRowsAVX2 are TestLegacyTileRows and
-// TestKTileRows with the AVX-512 tiles off: Q5_0, Q3_K, IQ4_XS and Q2_K
-// through their AVX2 tiles, Q4_1 and Q5_1 through the row kernels.
+// TestKTileRows with the AVX-512 tiles off: Q5_0, Q3_K, IQ4_XS, Q2_K and
+// Q5_K through their AVX2 tiles, Q4_1 and Q5_1 through the row kernels.
 func TestLegacyTileRowsAVX2(t *testing.T) {
 	if !useTile512 {
 		t.Skip("TestLegacyTileRows runs this form on this CPU")
@@ -213,4 +213,10 @@ func BenchmarkKQuantQ2KMat64AVX2(b *testing.B) {
 	defer func(on bool) { useTile512 = on }(useTile512)
 	useTile512 = false
 	benchKQuant(b, Q2_K, 1024, 1024, 64)
+}
+
+func BenchmarkKQuantQ5KMat64AVX2(b *testing.B) {
+	defer func(on bool) { useTile512 = on }(useTile512)
+	useTile512 = false
+	benchKQuant(b, Q5_K, 1024, 1024, 64)
 }

@@ -6,16 +6,17 @@ import (
 	"testing"
 )
 
-// TestKTileRows: MatMul's Q3_K, IQ4_XS and Q2_K rows (two-row tiles
-// where the CPU has AVX2, an odd last row by the row kernel) give
-// dotQ3K's, dotIQ4XS's and dotQ2K's bits for every (row, vector), 1 to 5
-// vectors, 1 and 2 threads.
+// TestKTileRows: MatMul's Q3_K, IQ4_XS, Q2_K and Q5_K rows (two-row
+// tiles where the CPU has AVX2, an odd last row by the row kernel) give
+// the row functions' bits for every (row, vector), 1 to 5 vectors, 1 and
+// 2 threads.
 func TestKTileRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, rows := range []int{16, 37} {
 		checkQ8KRows(t, rng, Q3_K, rows, []int{109}, dotQ3K, "dotQ3K")
 		checkQ8KRows(t, rng, IQ4_XS, rows, []int{1}, dotIQ4XS, "dotIQ4XS")
 		checkQ8KRows(t, rng, Q2_K, rows, []int{81, 83}, dotQ2K, "dotQ2K")
+		checkQ8KRows(t, rng, Q5_K, rows, []int{1, 3}, dotQ5K, "dotQ5K")
 	}
 }
 

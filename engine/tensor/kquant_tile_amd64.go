@@ -84,15 +84,23 @@ func q6kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) 
 //go:noescape
 func q5kTileAVX512(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
 
-// q5kTile: see q5kTileGo. Like q6kTile, it runs where useTile512 is set.
+//go:noescape
+func q5kTileAVX2(w *byte, rb int, act *q8KAct, astride, nb, n int, scratch *byte, acc *float32)
+
+// q5kTile: see q5kTileGo. Without AVX-512 its AVX2 form runs
+// (kquant_tile2_amd64.s).
 func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
-	if !useTile512 || nb == 0 || n == 0 {
+	if !useSIMD || nb == 0 || n == 0 {
 		q5kTileGo(w, rb, act, astride, nb, n, acc)
 		return
 	}
 	_, _, _ = w[rb+nb*q5KBytes-1], act[(n-1)*astride+nb-1], acc[32*n-1]
-	var scratch [560]byte
-	q5kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
+	var scratch [1184]byte
+	if useTile512 {
+		q5kTileAVX512(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
+		return
+	}
+	q5kTileAVX2(&w[0], rb, &act[0], astride*int(unsafe.Sizeof(q8KAct{})), nb, n, &scratch[0], &acc[0])
 }
 
 //go:noescape

@@ -198,13 +198,25 @@ func TestQ6KTileAVX512(t *testing.T) {
 	})
 }
 
-// TestQ5KTileAVX512: the two-row Q5_K tile gives its Go twin's bits (and,
-// from zero, dotQ5K's for each row and vector) on random blocks, scales
+// TestQ5KTileAVX512: the two-row Q5_K tile, both forms (AVX-512 where the
+// CPU has it, AVX2), gives its Go twin's bits (and, from zero, dotQ5K's
+// for each row and vector) on random blocks, scales
 // (extremes included), activations and strides, for 1 to 9 vectors.
 func TestQ5KTileAVX512(t *testing.T) {
-	if !useTile512 {
-		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
 	}
+	if useTile512 { // run the AVX2 form as well as the AVX-512 one
+		useTile512 = false
+		t.Run("avx2", testQ5KTile)
+		useTile512 = true
+		t.Run("avx512", testQ5KTile)
+		return
+	}
+	testQ5KTile(t)
+}
+
+func testQ5KTile(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
 		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q5KBytes
@@ -225,7 +237,7 @@ func TestQ5KTileAVX512(t *testing.T) {
 		q5kTileGo(w, rb, act, astride, nb, n, want)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("acc[%d] (vector %d, slot %d): AVX-512 %g, Go %g", i, i/32, i%32, got[i], want[i])
+				t.Fatalf("acc[%d] (vector %d, slot %d): kernel %g, Go %g", i, i/32, i%32, got[i], want[i])
 			}
 		}
 		clear(got)
