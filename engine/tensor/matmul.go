@@ -334,7 +334,7 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			j.q6KRows(worker, lo, hi)
 			return
 		}
-		if m.Type == Q5_K && n > 1 && useTile512 {
+		if m.Type == Q5_K && n > 1 && useSIMD {
 			j.q5KRows(worker, lo, hi)
 			return
 		}
