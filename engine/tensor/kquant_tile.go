@@ -249,8 +249,9 @@ func (j *mmJob) q5_0Rows(worker, lo, hi int) {
 }
 
 // q8_1Rows computes rows [lo,hi) of a Q4_1 or Q5_1 product for several
-// vectors, four rows at a time in the AVX-512 register tile (q8_1Tile),
-// with dotLegacyQ8_1's bits; rows past the last four go vector by vector.
+// vectors, four rows at a time in a register tile (q8_1Tile: AVX-512 or
+// AVX2), with dotLegacyQ8_1's bits; rows past the last four go vector by
+// vector.
 func (j *mmJob) q8_1Rows(worker, lo, hi int) {
 	m, n := j.m, j.n
 	nb, rb := m.Cols/q8Block, m.rowBytes()

@@ -2,10 +2,9 @@ package tensor
 
 import "unsafe"
 
-// The tiles of kquant_tile2_amd64.s: Q5_0, Q3_K and IQ4_XS in AVX-512
-// VNNI and AVX2 forms, Q4_1 and Q5_1 in AVX-512 only (like q2kTile, where
-// useTile512 is set: the callers check; elsewhere their row kernels run
-// once per vector).
+// The tiles of kquant_tile2_amd64.s, each in an AVX-512 VNNI form (where
+// useTile512 is set) and an AVX2 one (the AVX2 forms of the Q2_K and Q5_K
+// tiles are there too; their wrappers are in kquant_tile_amd64.go).
 
 //go:noescape
 func q5_0TileAVX512(w *byte, rb int, act *q8Act, astride, nb, n int, acc *float32)
@@ -78,16 +77,31 @@ func q4_1TileAVX512(w *byte, rb int, act *q8Act, s *float32, astride, nb, n int,
 //go:noescape
 func q5_1TileAVX512(w *byte, rb int, act *q8Act, s *float32, astride, nb, n int, acc *float32)
 
-// q8_1Tile: see q8_1TileGo (t: Q4_1 or Q5_1).
+//go:noescape
+func q4_1TileAVX2(w *byte, rb int, act *q8Act, s *float32, astride, nb, n int, scratch *byte, acc *float32)
+
+//go:noescape
+func q5_1TileAVX2(w *byte, rb int, act *q8Act, s *float32, astride, nb, n int, scratch *byte, acc *float32)
+
+// q8_1Tile: see q8_1TileGo (t: Q4_1 or Q5_1). The AVX2 forms run where
+// useTile512 is not set.
 func q8_1Tile(t DType, w []byte, rb int, act []q8Act, s []float32, astride, nb, n int, acc []float32) {
-	if !useTile512 || nb == 0 || n == 0 {
+	if !useSIMD || nb == 0 || n == 0 {
 		q8_1TileGo(t, w, rb, act, s, astride, nb, n, acc)
 		return
 	}
 	_, _, _, _ = w[3*rb+nb*t.BlockBytes()-1], act[(n-1)*astride+nb-1], s[(n-1)*astride+nb-1], acc[36*n-1]
-	if t == Q4_1 {
+	switch {
+	case useTile512 && t == Q4_1:
 		q4_1TileAVX512(&w[0], rb, &act[0], &s[0], astride, nb, n, &acc[0])
-		return
+	case useTile512:
+		q5_1TileAVX512(&w[0], rb, &act[0], &s[0], astride, nb, n, &acc[0])
+	default:
+		var scratch [128]byte
+		if t == Q4_1 {
+			q4_1TileAVX2(&w[0], rb, &act[0], &s[0], astride, nb, n, &scratch[0], &acc[0])
+		} else {
+			q5_1TileAVX2(&w[0], rb, &act[0], &s[0], astride, nb, n, &scratch[0], &acc[0])
+		}
 	}
-	q5_1TileAVX512(&w[0], rb, &act[0], &s[0], astride, nb, n, &acc[0])
 }

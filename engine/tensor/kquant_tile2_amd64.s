@@ -251,6 +251,39 @@ loop: \
 	MOVQ n+48(FP), R10; \
 	LQ81VEC(loop)
 
+// LQ81SETUP2: the arguments and constants of the AVX2 Q4_1 and Q5_1
+// tiles.
+#define LQ81SETUP2 \
+	MOVQ w+0(FP), SI; \
+	MOVQ rb+8(FP), BX; \
+	MOVQ act+16(FP), DI; \
+	MOVQ s+24(FP), R8; \
+	MOVQ astride+32(FP), R9; \
+	MOVQ R9, R12; \
+	SHLQ $2, R12; \
+	IMULQ $36, R9; \
+	MOVQ nb+40(FP), CX; \
+	MOVQ scratch+56(FP), R14; \
+	LEAQ (BX)(BX*2), R11; \
+	MOVL $0x00010001, AX; \
+	VMOVD AX, X15; \
+	VPBROADCASTD X15, Y15; \
+	MOVL $0x0F0F0F0F, AX; \
+	VMOVD AX, X13; \
+	VPBROADCASTD X13, Y13; \
+	MOVL $0x10101010, AX; \
+	VMOVD AX, X14; \
+	VPBROADCASTD X14, Y14
+
+// LQ81BLOCK2(loop): m_w of the four rows into X12, then the vector loop.
+#define LQ81BLOCK2(loop) \
+	LEG4F16(2, X12); \
+	MOVQ DI, DX; \
+	MOVQ R8, R13; \
+	MOVQ acc+64(FP), AX; \
+	MOVQ n+48(FP), R10; \
+	LQ81VEC2(loop)
+
 // func q5_0TileAVX512(w *byte, rb int, act *q8Act, astride, nb, n int, acc *float32)
 // Four rows of nb Q5_0 blocks (w, then every rb bytes) against n >= 1
 // vectors' Q8_0 blocks (act, then every astride bytes), in the arithmetic
@@ -1236,5 +1269,123 @@ q5kyblock:
 	JNZ q5kyblock
 
 q5kydone:
+	VZEROUPPER
+	RET
+
+// Q41ROW2(row, h, out): row h of the AVX2 Q4_1 tile (its block at row):
+// the 32 nibbles (values 0-15 the low ones) into out, d_w broadcast at
+// scratch+32h.
+#define Q41ROW2(row, h, out) \
+	VMOVDQU 4(row), X8; \
+	VPSRLW $4, X8, X9; \
+	VPAND X13, X8, X8; \
+	VPAND X13, X9, X9; \
+	VINSERTI128 $1, X9, Y8, out; \
+	MOVWLZX (row), AX; \
+	VMOVD AX, X8; \
+	VCVTPH2PS X8, X8; \
+	VBROADCASTSS X8, Y8; \
+	VMOVUPS Y8, (32*h)(R14)
+
+// Q51ROW2(row, h, out): Q41ROW2 for Q5_1: qs at 8, plus 16 where qh (at
+// 4) has the value's bit.
+#define Q51ROW2(row, h, out) \
+	VMOVDQU 8(row), X8; \
+	VPSRLW $4, X8, X9; \
+	VPAND X13, X8, X8; \
+	VPAND X13, X9, X9; \
+	VINSERTI128 $1, X9, Y8, out; \
+	VPBROADCASTD 4(row), Y9; \
+	VPSHUFB q5Pick64<>(SB), Y9, Y9; \
+	VPAND q5Bit64<>(SB), Y9, Y9; \
+	VPCMPEQB q5Bit64<>(SB), Y9, Y9; \
+	VPAND Y14, Y9, Y9; \
+	VPOR Y9, out, out; \
+	MOVWLZX (row), AX; \
+	VMOVD AX, X8; \
+	VCVTPH2PS X8, X8; \
+	VBROADCASTSS X8, Y8; \
+	VMOVUPS Y8, (32*h)(R14)
+
+// Q81VEC2(h, u): row h's lanes for the vector at DX (quants in Y8, d_x
+// in Y9): VPMADDUBSW of the unsigned values u, VPMADDWD by ones, lanes =
+// fma(d_w*d_x, float(lanes), lanes) at AX+32h.
+#define Q81VEC2(h, u) \
+	VPMADDUBSW Y8, u, Y10; \
+	VPMADDWD Y15, Y10, Y10; \
+	VCVTDQ2PS Y10, Y10; \
+	VMULPS (32*h)(R14), Y9, Y11; \
+	VFMADD213PS (32*h)(AX), Y11, Y10; \
+	VMOVUPS Y10, (32*h)(AX)
+
+// LQ81VEC2(loop): LQ81VEC in AVX2 (values in Y0-Y3, m_w in X12).
+#define LQ81VEC2(loop) \
+loop: \
+	VMOVDQU (DX), Y8; \
+	VBROADCASTSS 32(DX), Y9; \
+	Q81VEC2(0, Y0); \
+	Q81VEC2(1, Y1); \
+	Q81VEC2(2, Y2); \
+	Q81VEC2(3, Y3); \
+	VBROADCASTSS (R13), X10; \
+	VFMADD213PS 128(AX), X12, X10; \
+	VMOVUPS X10, 128(AX); \
+	ADDQ $144, AX; \
+	ADDQ R9, DX; \
+	ADDQ R12, R13; \
+	DECQ R10; \
+	JNZ loop
+
+// func q4_1TileAVX2(w *byte, rb int, act *q8Act, s *float32, astride, nb, n int, scratch *byte, acc *float32)
+// q4_1TileAVX512 without AVX-512 (the same rows, arithmetic and acc
+// layout): legacyRowQ4_1AVX2's VPMADDUBSW, one row's lanes per ymm
+// register. scratch: 128 bytes (the rows' d_w).
+TEXT ·q4_1TileAVX2(SB), NOSPLIT, $0-72
+	LQ81SETUP2
+	TESTQ CX, CX
+	JEQ q41ydone
+
+q41yblock:
+	LEAQ (SI)(BX*1), DX
+	Q41ROW2(SI, 0, Y0)
+	Q41ROW2(DX, 1, Y1)
+	LEAQ (SI)(BX*2), DX
+	Q41ROW2(DX, 2, Y2)
+	LEAQ (SI)(R11*1), DX
+	Q41ROW2(DX, 3, Y3)
+	LQ81BLOCK2(q41yvec)
+	ADDQ $20, SI
+	ADDQ $36, DI
+	ADDQ $4, R8
+	DECQ CX
+	JNZ q41yblock
+
+q41ydone:
+	VZEROUPPER
+	RET
+
+// func q5_1TileAVX2(w *byte, rb int, act *q8Act, s *float32, astride, nb, n int, scratch *byte, acc *float32)
+// q4_1TileAVX2 for Q5_1.
+TEXT ·q5_1TileAVX2(SB), NOSPLIT, $0-72
+	LQ81SETUP2
+	TESTQ CX, CX
+	JEQ q51ydone
+
+q51yblock:
+	LEAQ (SI)(BX*1), DX
+	Q51ROW2(SI, 0, Y0)
+	Q51ROW2(DX, 1, Y1)
+	LEAQ (SI)(BX*2), DX
+	Q51ROW2(DX, 2, Y2)
+	LEAQ (SI)(R11*1), DX
+	Q51ROW2(DX, 3, Y3)
+	LQ81BLOCK2(q51yvec)
+	ADDQ $24, SI
+	ADDQ $36, DI
+	ADDQ $4, R8
+	DECQ CX
+	JNZ q51yblock
+
+q51ydone:
 	VZEROUPPER
 	RET

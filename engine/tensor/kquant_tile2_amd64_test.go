@@ -27,8 +27,8 @@ func TestQ5_0Tile(t *testing.T) {
 }
 
 // TestLegacyTileRowsAVX2 and TestKTileRowsAVX2 are TestLegacyTileRows and
-// TestKTileRows with the AVX-512 tiles off: Q5_0, Q3_K, IQ4_XS, Q2_K and
-// Q5_K through their AVX2 tiles, Q4_1 and Q5_1 through the row kernels.
+// TestKTileRows with the AVX-512 tiles off: Q5_0, Q4_1, Q5_1, Q3_K,
+// IQ4_XS, Q2_K and Q5_K through their AVX2 tiles.
 func TestLegacyTileRowsAVX2(t *testing.T) {
 	if !useTile512 {
 		t.Skip("TestLegacyTileRows runs this form on this CPU")
@@ -81,14 +81,25 @@ func testQ5_0Tile(t *testing.T) {
 	})
 }
 
-// TestQ8_1TileAVX512: the four-row Q4_1 and Q5_1 tiles give their Go
-// twin's bits (and, from zero, dotLegacyQ8_1's for each row and vector)
+// TestQ8_1TileAVX512: the four-row Q4_1 and Q5_1 tiles, both forms
+// (AVX-512 where the CPU has it, AVX2), give their Go twin's bits (and, from zero, dotLegacyQ8_1's for each row and vector)
 // on random blocks, scales and minimums (extremes included), activations,
 // their sums and strides, for 1 to 9 vectors.
 func TestQ8_1TileAVX512(t *testing.T) {
-	if !useTile512 {
-		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
 	}
+	if useTile512 { // run the AVX2 forms as well as the AVX-512 ones
+		useTile512 = false
+		t.Run("avx2", testQ8_1Tile)
+		useTile512 = true
+		t.Run("avx512", testQ8_1Tile)
+		return
+	}
+	testQ8_1Tile(t)
+}
+
+func testQ8_1Tile(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		typ := rapid.SampledFrom([]DType{Q4_1, Q5_1}).Draw(t, "type")
 		bb := typ.BlockBytes()
@@ -110,7 +121,7 @@ func TestQ8_1TileAVX512(t *testing.T) {
 		q8_1TileGo(typ, w, rb, act, s, astride, nb, n, want)
 		for i := range got {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("%s acc[%d] (vector %d, float %d): AVX-512 %g, Go %g", typ, i, i/36, i%36, got[i], want[i])
+				t.Fatalf("%s acc[%d] (vector %d, float %d): kernel %g, Go %g", typ, i, i/36, i%36, got[i], want[i])
 			}
 		}
 		clear(got)
@@ -219,4 +230,10 @@ func BenchmarkKQuantQ5KMat64AVX2(b *testing.B) {
 	defer func(on bool) { useTile512 = on }(useTile512)
 	useTile512 = false
 	benchKQuant(b, Q5_K, 1024, 1024, 64)
+}
+
+func BenchmarkKQuantQ4_1Mat64AVX2(b *testing.B) {
+	defer func(on bool) { useTile512 = on }(useTile512)
+	useTile512 = false
+	benchKQuant(b, Q4_1, 1024, 1024, 64)
 }
