@@ -355,7 +355,7 @@ func (j *mmJob) rows(worker, lo, hi int) {
 				return
 			}
 		}
-		if (m.Type == Q4_1 || m.Type == Q5_1) && n > 1 && useTile512 {
+		if (m.Type == Q4_1 || m.Type == Q5_1) && n > 1 && useSIMD {
 			j.q8_1Rows(worker, lo, hi)
 			return
 		}
