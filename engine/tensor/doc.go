@@ -24,8 +24,8 @@
 //     kquant_tile_amd64.s, register tiles of several rows against several
 //     vectors (AVX2 and AVX-512 VNNI) for repacked Q4_0/IQ4_NL and Q4_K,
 //     Q5_K, Q6_K and Q2_K in kquant_tile_amd64.s, tiles for Q5_0, Q4_1,
-//     Q5_1, Q3_K and IQ4_XS and the AVX2 forms of the Q5_0, Q3_K, IQ4_XS,
-//     Q2_K and Q5_K ones in kquant_tile2_amd64.s, the Q8_K activation
+//     Q5_1, Q3_K and IQ4_XS (AVX-512 VNNI and AVX2) and the AVX2 forms of
+//     the Q2_K and Q5_K ones in kquant_tile2_amd64.s, the Q8_K activation
 //     quantizer in kquant_quant_amd64.s; each with its Go twin in
 //     kquant_tile.go, kquant_dot.go or kquant.go). CPUSupports (support.go) is
 //     the list of types the engine runs; every other ggml type parses and
