@@ -1,13 +1,14 @@
 #include "textflag.h"
 
-// Register tiles for Q5_0, Q4_1, Q5_1, Q3_K and IQ4_XS on AVX-512 VNNI
-// (the twins are q5_0TileGo, q8_1TileGo, q3kTileGo and iq4xsTileGo in
-// kquant_tile.go): each weight block decoded once for all the vectors,
-// each (row, vector) in the arithmetic of its one-row function
-// (legacyRowQ5_0AVX2, legacyRowQ4_1AVX2, legacyRowQ5_1AVX2, q3kRowAVX2,
-// iq4xsRowAVX2: integer lanes are exact whatever the instructions that sum
-// them; the float steps are the same fused multiply-adds of the same
-// values in the same order).
+// Register tiles for Q5_0, Q4_1, Q5_1, Q3_K and IQ4_XS on AVX-512 VNNI,
+// then the AVX2 forms of those and of the Q2_K and Q5_K tiles (the twins
+// are q5_0TileGo, q8_1TileGo, q3kTileGo, iq4xsTileGo, q2kTileGo and
+// q5kTileGo in kquant_tile.go): each weight block decoded once for all
+// the vectors, each (row, vector) in the arithmetic of its one-row
+// function (legacyRowQ5_0AVX2, legacyRowQ4_1AVX2, legacyRowQ5_1AVX2,
+// q3kRowAVX2, iq4xsRowAVX2, q2kRowAVX2, q5kRowAVX2: integer lanes are
+// exact whatever the instructions that sum them; the float steps are the
+// same fused multiply-adds of the same values in the same order).
 
 // q5Idx: VPERMD indices, the four rows' d_w (dwords 0-3) as rows 0|1
 // and rows 2|3, eight lanes each.
