@@ -229,8 +229,7 @@ func q5kStepNEON(blk *byte, a *q8KAct, astride, n int, lanes, summs *float32, ac
 
 // q5kTile is q5kTileGo (two Q5_K rows against n vectors), each block of
 // each row decoded once for all vectors by q5kStepNEON where the CPU has
-// SDOT. MatMul calls it only under useTile512 (q5KRows) for now: on arm64
-// prefill runs dotQ5KRow per vector until that gate lets useNEONDot in.
+// SDOT; MatMul's q5KRows takes it for passes of several vectors.
 func q5kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
 	if !useNEONDot || nb == 0 || n == 0 {
 		q5kTileGo(w, rb, act, astride, nb, n, acc)
@@ -250,7 +249,7 @@ func q2kStepNEON(blk *byte, a *q8KAct, astride, n int, lanes *float32, accStride
 
 // q2kTile is q2kTileGo (two Q2_K rows against n vectors), each block of
 // each row decoded once for all vectors by q2kStepNEON where the CPU has
-// SDOT. Like q5kTile, MatMul calls it only under useTile512 for now.
+// SDOT; MatMul's q2KRows takes it for passes of several vectors.
 func q2kTile(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []float32) {
 	if !useNEONDot || nb == 0 || n == 0 {
 		q2kTileGo(w, rb, act, astride, nb, n, acc)

@@ -334,11 +334,11 @@ func (j *mmJob) rows(worker, lo, hi int) {
 			j.q6KRows(worker, lo, hi)
 			return
 		}
-		if m.Type == Q5_K && n > 1 && useSIMD {
+		if m.Type == Q5_K && n > 1 && (useSIMD || useNEONDot) {
 			j.q5KRows(worker, lo, hi)
 			return
 		}
-		if m.Type == Q2_K && n > 1 && useSIMD {
+		if m.Type == Q2_K && n > 1 && (useSIMD || useNEONDot) {
 			j.q2KRows(worker, lo, hi)
 			return
 		}
