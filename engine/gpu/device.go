@@ -121,11 +121,15 @@ type Device struct {
 	// E4M3 cache takes cooperative matrices with on the cooperative-matrix
 	// path (attention_cm.comp), 0 for none: attCoopMinTokens, prefill
 	// chunks, where the CPU engine's own attention is its tiled F32 path;
-	// decode steps and verify trees keep attention_f16 and attention.comp
-	// until the model tests' tolerances take attention_cm's F16 roundings
-	// of the query and the weights (tests and BenchmarkModel27B's
-	// coopmat_fa lower it to 1).
+	// decode steps and verify trees keep attention_f16 (the CPU's one-row
+	// F16 path, roundings and all) and attention.comp (tests and
+	// BenchmarkModel27B's coopmat_fa lower it to 1).
 	attCoopMin int
+	// attSplit is attention_cm's SPLIT: which F32 operands its f16 tiles
+	// take as high and low F16 parts (attSplitQ, attSplitP), attSplitAll
+	// (the tests and TestModelAgreement's EDGELLMD_AGREE_ATTENTION change
+	// it to measure what each rounding costs).
+	attSplit uint32
 }
 
 // ParseSelector checks a device selector as config and flags take it:
@@ -200,7 +204,7 @@ func Open(sel string) (*Device, error) {
 	info.CoopMat = d.CoopMat.KHR && d.CoopMat.MemoryModel
 	info.CoopMat2 = info.CoopMat && d.CoopMat.NV2 && d.CoopMat.NV2Features[1] != 0
 	info.MatrixShapes = matrixShapes(d)
-	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}, coopMin: mmCoopMinVectors, skinnyMin: mmSkinnyMinVectors, skinnyGroups: mmSkinnyMinGroups, attCoopMin: attCoopMinTokens}
+	dev := &Device{in: in, d: d, info: info, kernels: map[kernelKey]*Kernel{}, coopMin: mmCoopMinVectors, skinnyMin: mmSkinnyMinVectors, skinnyGroups: mmSkinnyMinGroups, attCoopMin: attCoopMinTokens, attSplit: attSplitAll}
 	dev.rec = newRecorder(dev)
 	if err := dev.SetMatMul(MatMulAuto); err != nil { // auto never fails
 		dev.Close()

@@ -143,7 +143,7 @@ func (r *Recorder) Attention(out, q Range, k, v Range, kvType tensor.DType, p At
 // dispatch and, when the slots are split, the combine that follows it.
 type attnJob struct {
 	name         string
-	spec         [7]uint32
+	spec         [8]uint32
 	nspec        int
 	grid         [3]uint32
 	push         [22]uint32
@@ -210,7 +210,7 @@ func (r *Recorder) planAttention(j *attnJob, out, q Range, k, v Range, kvType te
 		return true
 	}
 	pl := attPlanFor(p.Tokens, p.Heads, p.KVHeads, hd, p.Base+p.Tokens, p.Chain)
-	j.name, j.spec, j.nspec, j.grid = "attention", [7]uint32{code}, 1, Groups(pl.groups)
+	j.name, j.spec, j.nspec, j.grid = "attention", [8]uint32{code}, 1, Groups(pl.groups)
 	return r.setSplitArgs(j, p, pl, chain, [4]int{pl.G, pl.T, pl.nTiles, pl.headTiles}, pl.Bk, kvType, out, q, k, v, anc, scratch)
 }
 

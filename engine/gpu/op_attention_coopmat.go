@@ -9,10 +9,15 @@ import (
 // tokens or more (attCoopMinTokens: prefill chunks) over an F16 or E4M3
 // cache whose head dimension the f16 tiles divide (at most 256), trees of
 // at most attCoopMaxTree nodes, runs Q·Kᵀ and P·V as f16 tile products
-// with F32 accumulators, the query rows and the weights rounded to F16.
-// Decode steps too, so that a token's attention is the same arithmetic
-// in a decode step, a verify tree and a prefill chunk. F32 caches keep
-// attention.comp (F32 arithmetic, which f16 tiles would round).
+// with F32 accumulators, the query rows and the weights each split into a
+// high and a low F16 part (attSplitAll) so that the tiles lose ~2^-24 of
+// them, not F16's 2^-12: the CPU engine's attention at these batch sizes
+// is F32 throughout (ggml's tiled path for an F16 cache, attendFP8 for
+// E4M3), and FP4 activations (NVFP4 W4A4) turn F16's roundings into
+// flipped quants (TestModelAgreement, Mesa 26: W4A4 72% of greedy tokens
+// the CPU's with the roundings, 92% split, 95% on attention.comp). The
+// split doubles the tile products (docs/performance/gpu.md). F32 caches
+// keep attention.comp (F32 arithmetic).
 
 const (
 	// attCoopMinTokens is Device.attCoopMin: the CPU engine's attention
@@ -21,6 +26,16 @@ const (
 	attCoopMinTokens = attGGMLTokens
 	attCoopMaxHD     = 256
 	attCoopMaxTree   = 256 // tree nodes: the shader's visibility masks (MAXTW words)
+)
+
+// attention_cm's SPLIT bits: the query rows (attSplitQ) and the softmax
+// weights (attSplitP) go through the f16 tiles as a high F16 part and a
+// low one (hi = f16(x), lo = f16((x-hi)·2^12)), their products added in
+// F32, instead of rounded to F16 once.
+const (
+	attSplitQ   = 1
+	attSplitP   = 2
+	attSplitAll = attSplitQ | attSplitP
 )
 
 // attCoop reports whether an Attention call of p over a kvType cache runs
@@ -50,7 +65,7 @@ func (d *Device) attCoopBlock(hd int) (int, bool) {
 		if bc%t.N != 0 || bc%t.K != 0 || bc < 2*t.N || 2*bc < 4*t.M {
 			continue
 		}
-		if uint32(attCoopShared(t, hd, bc)) <= d.d.Props.Limits.MaxComputeSharedMemorySize {
+		if uint32(attCoopShared(t, hd, bc, d.attSplit)) <= d.d.Props.Limits.MaxComputeSharedMemorySize {
 			return bc, true
 		}
 	}
@@ -58,10 +73,15 @@ func (d *Device) attCoopBlock(hd int) (int, bool) {
 }
 
 // attCoopShared is attention_cm's shared memory for tile t, head
-// dimension hd and blocks of bc slots, as the shader declares it.
-func attCoopShared(t tile, hd, bc int) int {
+// dimension hd, blocks of bc slots and SPLIT split, as the shader declares
+// it.
+func attCoopShared(t tile, hd, bc int, split uint32) int {
 	r := 4 * t.M
-	return 2*2*bc*hd + 4*4*t.M*bc + 2*4*t.M*bc + 3*4*r + 4*r*8
+	pl := 1 // plsh: the weights' low parts
+	if split&attSplitP != 0 {
+		pl = 4 * t.M * bc
+	}
+	return 2*2*bc*hd + 4*4*t.M*bc + 2*4*t.M*bc + 2*pl + 3*4*r + 4*r*8
 }
 
 // attMACs is the multiply-adds of an Attention call's two products (q·k
@@ -98,7 +118,7 @@ func (r *Recorder) planAttentionCoop(j *attnJob, out, q, k, v, anc Range, chain 
 		code = 2
 	}
 	groups := nTiles * p.KVHeads * headTiles * pl.S
-	j.name, j.nspec, j.grid = "attention_cm", 7, Groups(groups)
-	j.spec = [7]uint32{uint32(4 * r.dev.info.SubgroupSize), uint32(t.M), uint32(t.N), uint32(t.K), uint32(hd), code, uint32(bc)}
+	j.name, j.nspec, j.grid = "attention_cm", 8, Groups(groups)
+	j.spec = [8]uint32{uint32(4 * r.dev.info.SubgroupSize), uint32(t.M), uint32(t.N), uint32(t.K), uint32(hd), code, uint32(bc), r.dev.attSplit}
 	return r.setSplitArgs(j, p, pl, chain, [4]int{G, T, nTiles, headTiles}, 0, kvType, out, q, k, v, anc, scratch)
 }

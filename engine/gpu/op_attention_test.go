@@ -355,17 +355,29 @@ func attRun(t *testing.T, kv tensor.DType, c attCase, seed uint64) {
 	got := ewDownloadF32(t, d, gout)
 
 	group := c.heads / c.kvHeads
-	// On cooperative matrices the query values and the weights are
-	// rounded to F16 (a relative error of at most 2^-11 each, 2^-10 with
-	// whatever rounding the driver's conversion does; the weights'
-	// normalization by the sum of the rounded weights doubles it), and the
-	// sums run over blocks of attCoopBlock slots.
+	// On cooperative matrices the query values and the weights go through
+	// F16 tiles. Rounded to F16 once, each carries a relative error of at
+	// most 2^-11, 2^-10 with whatever rounding the driver's conversion does
+	// (the weights' normalization by the sum of the rounded weights doubles
+	// theirs). Split (attSplit, the default), hi = f16(x) and lo =
+	// f16((x-hi)·2^12) leave x - hi - lo·2^-12 of at most 2^-10 of x - hi,
+	// itself at most 2^-10 of x: 2^-20 of x, the normalization now by the
+	// sum of the float32 weights; the products of the low parts add one
+	// rounding to each score (an extra term of the float32 sum) and one to
+	// each output value a block (accum). The sums run over blocks of
+	// attCoopBlock slots.
 	coop := d.attCoop(kv, p)
-	qRel, pRel, blk := 0.0, 0.0, pl.Bk/16
+	qRel, pRel, blk, extra := 0.0, 0.0, pl.Bk/16, 0
 	if coop {
 		bc, _ := d.attCoopBlock(hd)
 		qRel, pRel, blk = 0x1p-10, 0x1p-9, bc
-		t.Logf("on cooperative matrices (tiles %s), blocks of %d slots", d.CoopMatTiles(), bc)
+		if d.attSplit&attSplitQ != 0 {
+			qRel = 0x1p-20 + ewU
+		}
+		if d.attSplit&attSplitP != 0 {
+			pRel, extra = 0x1p-20, c.base/bc+c.tokens/bc+2
+		}
+		t.Logf("on cooperative matrices (tiles %s), blocks of %d slots, SPLIT %d", d.CoopMatTiles(), bc, d.attSplit)
 	}
 	if !coop && kv == tensor.F16 && c.tokens < attGGMLTokens && hd <= 256 && d.Info().Float64 {
 		attCheckF16(t, c, q, kb, vb, got, off, idx, dim, group, scale)
@@ -379,7 +391,7 @@ func attRun(t *testing.T, kv tensor.DType, c attCase, seed uint64) {
 			row := (i*c.heads + h) * hd
 			kvOff := (h / group) * hd
 			qr := q[row : row+hd]
-			accum := len(vis) + blk + 2*pl.S + 8
+			accum := len(vis) + blk + 2*pl.S + 8 + extra
 			o, tol := attExactRounded(qr, kx, vx, vis, dim, kvOff, scale, accum, qRel, pRel)
 			var cpu, tolCPU []float64
 			var cpuOut []float32

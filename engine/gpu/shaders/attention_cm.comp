@@ -3,19 +3,31 @@
 // E4M3 KV cache, for prefill chunks and verify trees: Q·Kᵀ and P·V are f16
 // tile products with F32 accumulators, the softmax an online one in F32.
 //
+// SPLIT says which F32 operands go through the tiles as two F16 parts, a
+// high part hi, x rounded to F16's 11 significant bits, and a low part
+// lo = f16((x - hi)·2^12) (x - hi is exact in F32; the 2^12 keeps lo clear
+// of F16's subnormals, which a driver may flush), whose products are
+// added into F32 accumulators as hi-product + 2^-12·lo-product: bit 1 the
+// query rows (Qhi·Kᵀ + Qlo·Kᵀ), bit 2 the softmax weights (Phi·V + Plo·V).
+// The operand then loses ~2^-24 of its value instead of 2^-12, close to
+// the CPU engine's F32 attention (ggml's tiled path, the E4M3 path), for
+// twice the tile products. Without a bit that operand is rounded to F16
+// once.
+//
 // A workgroup takes R = 4·TM query rows sharing one KV head (G query heads
 // of T consecutive tokens, rows past G·T empty) and one split of the slots
 // they see (attention.comp's splits and partial results, merged by
 // attention_combine); subgroup s owns rows [s·TM, s·TM+TM). The query rows
-// are rounded to F16 once and held as A tiles. The slots are walked BC at
-// a time: the block's keys and values, converted to F16 in the load (E4M3
+// are rounded to F16 (or split, SPLIT bit 1) and held as A tiles. The
+// slots are walked BC at a time: the block's keys and values, converted to F16 in the load (E4M3
 // codes are exact in F16; the scales are applied in F32 as attention.comp
 // does), go to shared memory, zeros past the end; each subgroup makes its
 // TM×BC scores, then per row the block's maximum, the factor
 // exp(mOld - mNew) that rescales its running output (an element-wise
 // product with a tile whose rows hold it), and the weights
-// P = exp(score - mNew) rounded to F16, whose sum (of the rounded values)
-// updates the row's denominator; then O += P·V.
+// P = exp(score - mNew) rounded to F16 (or split, SPLIT bit 2), whose sum
+// (of the values the tiles take) updates the row's denominator; then
+// O += P·V.
 //
 // Visible slots: a chain's token i sees [0, base+i]; a tree's token i sees
 // [0, base) and base + idx[off[i]:off[i+1]] (engine/model's ancestry: its
@@ -36,12 +48,14 @@ layout(constant_id = 3) const uint TK = 8;
 layout(constant_id = 4) const uint HD = 64; // head dimension, a multiple of TN and TK
 layout(constant_id = 5) const uint KV = 1; // 1 F16, 2 E4M3
 layout(constant_id = 6) const uint BC = 32; // slots per block, a multiple of TN and TK
+layout(constant_id = 7) const uint SPLIT = 3; // bit 1: Q in hi and lo F16 parts, bit 2: P likewise
 layout(local_size_x_id = 0) in;
 
 const uint SGS = WG / 4u;
 const uint R = 4u * TM;
 const uint MAXTW = 8u; // words of a tree's visibility mask: 256 nodes
 const float LOW = -3.402823466e38;
+const float LOSCALE = 4096.0, LOUNSCALE = 1.0 / 4096.0; // a low part's 2^12
 
 layout(push_constant) uniform PC {
     uint tokens, heads, kvHeads, hd;
@@ -60,9 +74,28 @@ layout(std430, binding = 5) writeonly buffer P { float part[]; };
 
 shared float16_t kvsh[2u * BC * HD]; // the block's keys, then its values (first the query rows)
 shared float ssh[4u * TM * BC];      // per subgroup: scores, then the rescaling tile, then output tiles
-shared float16_t psh[4u * TM * BC];  // per subgroup: the weights
+shared float16_t psh[4u * TM * BC];  // per subgroup: the weights (their high parts)
+shared float16_t plsh[(SPLIT & 2u) != 0u ? 4u * TM * BC : 1u]; // their low parts ·2^12
 shared float mS[R], lS[R], aS[R];
 shared uint visw[R * MAXTW]; // trees: per token of the workgroup, the nodes it sees
+
+// The high part of x: x rounded to 11 significant bits by F32 arithmetic
+// (Veltkamp's split: c = (2^13+1)·x, c - (c - x)), which F16 holds exactly
+// in its normal range. Not f32(f16(x)): Mesa 26 lavapipe evaluates that
+// as x (written so, every low part came out zero, the output bit for bit
+// the unsplit one), precise or not.
+float hiPart(float x) {
+    precise const float c = x * 8193.0;
+    precise const float h = c - (c - x);
+    return h;
+}
+
+// The low part of x, scaled by 2^12: exact in F32 (x - hi has at most 12
+// significant bits), rounded once to F16.
+float16_t loPart(float x, float hi) {
+    precise const float l = (x - hi) * LOSCALE;
+    return float16_t(l);
+}
 
 // E4M3 code to F16 bits, exact (every E4M3 value is an F16 value).
 uint e4m3ToHalf(uint c) {
@@ -115,12 +148,13 @@ void main() {
     const uint ntok = min(pc.T, pc.tokens - tok0);
     const uint len = pc.base + (pc.chain != 0u ? ntok + tok0 : pc.tokens);
 
-    // the query rows, rounded to F16, into A tiles
+    // the query rows, rounded to F16 (their high parts), into A tiles
     for (uint i = tid; i < R * HD; i += WG) {
         const uint r = i / HD, d = i % HD;
         const uint tok = tok0 + r / G, h = kh * group + ht * G + r % G;
         const bool live = r < G * pc.T && tok < pc.tokens;
-        kvsh[i] = live ? float16_t(q[pc.qOff + (tok * pc.heads + h) * HD + d]) : float16_t(0.0);
+        const float x = live ? q[pc.qOff + (tok * pc.heads + h) * HD + d] : 0.0;
+        kvsh[i] = float16_t((SPLIT & 1u) != 0u ? hiPart(x) : x);
     }
     for (uint i = tid; i < R; i += WG) {
         mS[i] = LOW;
@@ -134,6 +168,23 @@ void main() {
     if (ok) {
         for (uint k = 0u; k < HD / TK; k++)
             coopMatLoad(qa[k], kvsh, sr * HD + k * TK, HD, gl_CooperativeMatrixLayoutRowMajor);
+    }
+    // their low parts ·2^12 (SPLIT bit 1), staged where the high parts were
+    coopmat<float16_t, gl_ScopeSubgroup, TM, TK, gl_MatrixUseA> ql[(SPLIT & 1u) != 0u ? HD / TK : 1u];
+    if ((SPLIT & 1u) != 0u) {
+        barrier(); // the high parts read
+        for (uint i = tid; i < R * HD; i += WG) {
+            const uint r = i / HD, d = i % HD;
+            const uint tok = tok0 + r / G, h = kh * group + ht * G + r % G;
+            const bool live = r < G * pc.T && tok < pc.tokens;
+            const float x = live ? q[pc.qOff + (tok * pc.heads + h) * HD + d] : 0.0;
+            kvsh[i] = loPart(x, hiPart(x));
+        }
+        barrier();
+        if (ok) {
+            for (uint k = 0u; k < HD / TK; k++)
+                coopMatLoad(ql[k], kvsh, sr * HD + k * TK, HD, gl_CooperativeMatrixLayoutRowMajor);
+        }
     }
     if (pc.chain == 0u) {
         for (uint lt = 0u; lt < ntok; lt++) {
@@ -163,11 +214,14 @@ void main() {
             // scores: TM rows × BC slots
             for (uint c = 0u; c < BC / TN; c++) {
                 coopmat<float, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator> s = coopmat<float, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator>(0.0);
+                coopmat<float, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator> sl = coopmat<float, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator>(0.0);
                 for (uint k = 0u; k < HD / TK; k++) {
                     coopmat<float16_t, gl_ScopeSubgroup, TK, TN, gl_MatrixUseB> kb;
                     coopMatLoad(kb, kvsh, c * TN * HD + k * TK, HD, gl_CooperativeMatrixLayoutColumnMajor);
                     s = coopMatMulAdd(qa[k], kb, s);
+                    if ((SPLIT & 1u) != 0u) sl = coopMatMulAdd(ql[k], kb, sl);
                 }
+                if ((SPLIT & 1u) != 0u) s = s + sl * LOUNSCALE;
                 coopMatStore(s, ssh, sb + c * TN, BC, gl_CooperativeMatrixLayoutRowMajor);
             }
         }
@@ -193,9 +247,17 @@ void main() {
             float sum = 0.0;
             for (uint p = 0u; p < BC; p++) {
                 const float x = p < nb ? ssh[sb + rr * BC + p] : LOW;
-                const float16_t w = x > LOW ? float16_t(exp(x - mNew)) : float16_t(0.0);
-                psh[sb + rr * BC + p] = w;
-                sum += float(w);
+                const float w = x > LOW ? exp(x - mNew) : 0.0;
+                if ((SPLIT & 2u) != 0u) {
+                    const float wh = hiPart(w);
+                    psh[sb + rr * BC + p] = float16_t(wh);
+                    plsh[sb + rr * BC + p] = loPart(w, wh);
+                    sum += w;
+                } else {
+                    const float16_t wh = float16_t(w);
+                    psh[sb + rr * BC + p] = wh;
+                    sum += float(wh);
+                }
             }
             const float alpha = mNew > mOld ? exp(mOld - mNew) : 1.0;
             aS[r] = alpha;
@@ -209,15 +271,21 @@ void main() {
             coopmat<float, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator> al;
             coopMatLoad(al, ssh, sb, TN, gl_CooperativeMatrixLayoutRowMajor);
             coopmat<float16_t, gl_ScopeSubgroup, TM, TK, gl_MatrixUseA> pa[BC / TK];
-            for (uint k = 0u; k < BC / TK; k++)
+            coopmat<float16_t, gl_ScopeSubgroup, TM, TK, gl_MatrixUseA> pl[(SPLIT & 2u) != 0u ? BC / TK : 1u];
+            for (uint k = 0u; k < BC / TK; k++) {
                 coopMatLoad(pa[k], psh, sb + k * TK, BC, gl_CooperativeMatrixLayoutRowMajor);
+                if ((SPLIT & 2u) != 0u) coopMatLoad(pl[k], plsh, sb + k * TK, BC, gl_CooperativeMatrixLayoutRowMajor);
+            }
             for (uint j = 0u; j < HD / TN; j++) {
                 o[j] = o[j] * al;
+                coopmat<float, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator> ol = coopmat<float, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator>(0.0);
                 for (uint k = 0u; k < BC / TK; k++) {
                     coopmat<float16_t, gl_ScopeSubgroup, TK, TN, gl_MatrixUseB> vb;
                     coopMatLoad(vb, kvsh, BC * HD + k * TK * HD + j * TN, HD, gl_CooperativeMatrixLayoutRowMajor);
                     o[j] = coopMatMulAdd(pa[k], vb, o[j]);
+                    if ((SPLIT & 2u) != 0u) ol = coopMatMulAdd(pl[k], vb, ol);
                 }
+                if ((SPLIT & 2u) != 0u) o[j] = o[j] + ol * LOUNSCALE;
             }
         }
         barrier(); // before the next block's keys and values overwrite these
