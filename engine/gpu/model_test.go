@@ -496,7 +496,7 @@ const tolE4M3Cache = tolF16Cache + 2*2*0x1p-3/32
 // state, and, independent between positions, add as a random walk over
 // them: tolChain scales a block-quantization tolerance by the square root
 // of the positions' count over tolChainPositions (TestModelAgreement's
-// prompts of 64-128 tokens: W4A4 0.43-0.59 measured on Mesa 26, on the
+// prompts of 64-128 tokens: W4A4 0.11-0.59 measured on Mesa 26, on the
 // tensor cores and off them, against tolChain's 0.81-1.04; at that length
 // W4A4's noise is as large as its logits, and greedy agreement there is
 // a rate, not a per-position guarantee).
