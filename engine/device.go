@@ -236,7 +236,7 @@ func IsDeviceError(err error) bool {
 // cacheNumerics versions the arithmetic behind cached KV rows and recurrent
 // states: bump it when a kernel change alters what a forward pass writes,
 // so that persisted snapshots of the old arithmetic are never restored.
-const cacheNumerics = 1
+const cacheNumerics = 2 // 2: F16 rows not a multiple of 8 in ggml_vec_dot_f16's order (8321322); attention_cm's split F16 operands
 
 // Fingerprint names what decides the bits a model file gives when run so:
 // the file's content (gguf.Fingerprint: its size and hashes of its header
