@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Pool runs data-parallel loops on a fixed set of worker goroutines started
@@ -20,9 +21,18 @@ import (
 type Pool struct {
 	threads int
 	wake    []chan struct{} // one per helper goroutine (threads-1 of them)
+	parked  []atomic.Bool   // per helper: it sleeps on its wake channel
 	busy    sync.WaitGroup  // helpers still working on the current loop
 	exited  sync.WaitGroup  // helpers that have not returned yet
 	closed  bool
+
+	// loop announces each loop to the helpers: a generation number in the
+	// high 32 bits, the number of helpers that take part in the low ones
+	// (loopClosing: the pool is closing). A helper that finished a loop watches it for a while
+	// (spinWait) before it parks on its channel: a decode step is a
+	// hundred loops of tens of microseconds each, and waking a parked
+	// goroutine takes about as long as one of them.
+	loop atomic.Uint64
 
 	// The current loop, written before the helpers are woken.
 	task      func(worker, lo, hi int)
@@ -64,7 +74,7 @@ func NewPool(threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	p := &Pool{threads: threads, wake: make([]chan struct{}, threads-1)}
+	p := &Pool{threads: threads, wake: make([]chan struct{}, threads-1), parked: make([]atomic.Bool, threads-1)}
 	p.runUserFn = p.runUser
 	p.mm.init(p)
 	for i := range p.wake {
@@ -86,17 +96,84 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closed = true
+	p.loop.Store(nextGen(p.loop.Load()) | loopClosing)
 	for _, ch := range p.wake {
 		close(ch)
 	}
 	p.exited.Wait()
 }
 
+// testAfterAnnounce, when set by a test, runs between a loop's
+// announcement and the wake-ups: a caller held up there by the scheduler.
+var testAfterAnnounce func()
+
+// nextGen is the generation after loop's, its helper count cleared.
+func nextGen(loop uint64) uint64 { return (loop>>32 + 1) << 32 }
+
+const (
+	loopClosing = 1<<32 - 1
+	// spinWait is how long a helper watches for the next loop before it
+	// parks: longer than the gaps between a forward pass's loops, short
+	// enough that an idle engine sleeps.
+	spinWait = 200 * time.Microsecond
+)
+
+// helper runs the loops it takes part in. worker is 1..threads-1, its
+// index in wake and parked is worker-1.
 func (p *Pool) helper(worker int, wake <-chan struct{}) {
 	defer p.exited.Done()
-	for range wake {
-		p.guardedWork(worker)
-		p.busy.Done()
+	i := worker - 1
+	var seen uint64 // the pool's starting value: its first loop differs
+	for {
+		cur, ok := p.nextLoop(i, seen, wake)
+		if !ok || cur&loopClosing == loopClosing {
+			return
+		}
+		seen = cur
+		if uint64(i) < cur&loopClosing { // taking part: the caller waits for busy
+			p.guardedWork(worker)
+			p.busy.Done()
+		}
+	}
+}
+
+// nextLoop waits for a loop announcement other than seen: first spinning,
+// then parked on wake. A parker and the caller race for its parked flag:
+// whoever clears it (the caller, who then sends on wake, or the helper,
+// which saw the announcement before sleeping) decides who wakes it, so a
+// wake-up is never lost and every token sent is taken. A token can come
+// late: a caller held up between announcing a loop and clearing the flag
+// finds this helper parked again after it ran that loop from its spin;
+// the helper then finds no new loop and waits again. ok is false when the
+// pool closed its channel.
+func (p *Pool) nextLoop(i int, seen uint64, wake <-chan struct{}) (uint64, bool) {
+	for {
+		start := time.Now()
+		for n := 0; ; n++ {
+			if cur := p.loop.Load(); cur != seen {
+				return cur, true
+			}
+			if n&255 == 255 {
+				if time.Since(start) > spinWait {
+					break
+				}
+				runtime.Gosched() // a goroutine waiting for this P runs first
+			}
+		}
+		p.parked[i].Store(true)
+		if cur := p.loop.Load(); cur != seen {
+			if p.parked[i].CompareAndSwap(true, false) {
+				return cur, true // the caller did not see it parked
+			}
+			_, ok := <-wake // the caller cleared it and sends: take that token
+			return cur, ok
+		}
+		if _, ok := <-wake; !ok {
+			return 0, false
+		}
+		if cur := p.loop.Load(); cur != seen {
+			return cur, true
+		}
 	}
 }
 
@@ -154,8 +231,14 @@ func (p *Pool) parallel(n, chunk int, task func(worker, lo, hi int)) {
 	p.task, p.n, p.chunk = task, n, chunk
 	p.next.Store(0)
 	p.busy.Add(helpers)
-	for _, ch := range p.wake[:helpers] {
-		ch <- struct{}{}
+	p.loop.Store(nextGen(p.loop.Load()) | uint64(helpers))
+	if testAfterAnnounce != nil {
+		testAfterAnnounce()
+	}
+	for i := range helpers {
+		if p.parked[i].CompareAndSwap(true, false) {
+			p.wake[i] <- struct{}{}
+		}
 	}
 	p.callerWork()
 	p.task = nil

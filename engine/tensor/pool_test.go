@@ -3,6 +3,7 @@ package tensor
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestPoolRunCoversEachIndexOnce(t *testing.T) {
@@ -89,4 +90,63 @@ func TestPoolPanicsAfterClose(t *testing.T) {
 		}
 	}()
 	p.Run(100, func(lo, hi int) {})
+}
+
+// Helpers spin for a while after a loop and then park: loops that come
+// at once, after a helper parked, and while it is deciding to park, with
+// all, some or none of the helpers taking part, each run every index
+// once and every participant (each chunk waits until the loop's workers
+// have all started, so a helper that missed its wake-up hangs the test).
+func TestPoolSpinAndPark(t *testing.T) {
+	const threads = 4
+	p := NewPool(threads)
+	defer p.Close()
+	gaps := []time.Duration{0, spinWait / 2, spinWait, 2 * spinWait, 0, 3 * spinWait}
+	for i := range 300 {
+		time.Sleep(gaps[i%len(gaps)] + time.Duration(i%7)*time.Microsecond*20)
+		chunks := 1 + i%(threads+2) // 1..threads+1 chunks: 0..threads-1 helpers
+		workers := min(chunks, threads)
+		var started atomic.Int32
+		seen := make([]atomic.Int32, chunks)
+		p.parallel(chunks, 1, func(worker, lo, hi int) {
+			seen[lo].Add(1)
+			if started.Add(1) > int32(workers) {
+				return
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for started.Load() < int32(workers) && time.Now().Before(deadline) {
+			}
+		})
+		if started.Load() < int32(workers) {
+			t.Fatalf("loop %d: %d of %d workers ran", i, started.Load(), workers)
+		}
+		for j := range seen {
+			if seen[j].Load() != 1 {
+				t.Fatalf("loop %d: chunk %d ran %d times", i, j, seen[j].Load())
+			}
+		}
+	}
+}
+
+// A caller held up between announcing a loop and waking its helpers (a
+// descheduled thread on a loaded machine) finds a helper that already ran
+// the loop from its spin and parked again: the late token must not make
+// it run the loop twice (the WaitGroup would go negative) nor be lost.
+func TestPoolLateWakeToken(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	var calls atomic.Int32
+	testAfterAnnounce = func() {
+		if calls.Add(1)%2 == 0 {
+			time.Sleep(3 * spinWait) // the helper runs the loop and parks
+		}
+	}
+	defer func() { testAfterAnnounce = nil }()
+	for i := range 40 {
+		var covered atomic.Int32
+		p.parallel(8, 1, func(worker, lo, hi int) { covered.Add(int32(hi - lo)) })
+		if covered.Load() != 8 {
+			t.Fatalf("loop %d covered %d of 8", i, covered.Load())
+		}
+	}
 }
