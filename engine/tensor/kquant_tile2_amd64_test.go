@@ -13,17 +13,7 @@ import (
 // (extremes included), activations and row and vector strides, for 1 to
 // 9 vectors.
 func TestQ5_0Tile(t *testing.T) {
-	if !useSIMD {
-		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
-	}
-	if useTile512 { // run the AVX2 form as well as the AVX-512 one
-		useTile512 = false
-		t.Run("avx2", testQ5_0Tile)
-		useTile512 = true
-		t.Run("avx512", testQ5_0Tile)
-		return
-	}
-	testQ5_0Tile(t)
+	tileForms(t, testQ5_0Tile)
 }
 
 // TestLegacyTileRowsAVX2 and TestKTileRowsAVX2 are TestLegacyTileRows and
@@ -86,17 +76,7 @@ func testQ5_0Tile(t *testing.T) {
 // on random blocks, scales and minimums (extremes included), activations,
 // their sums and strides, for 1 to 9 vectors.
 func TestQ8_1TileAVX512(t *testing.T) {
-	if !useSIMD {
-		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
-	}
-	if useTile512 { // run the AVX2 forms as well as the AVX-512 ones
-		useTile512 = false
-		t.Run("avx2", testQ8_1Tile)
-		useTile512 = true
-		t.Run("avx512", testQ8_1Tile)
-		return
-	}
-	testQ8_1Tile(t)
+	tileForms(t, testQ8_1Tile)
 }
 
 func testQ8_1Tile(t *testing.T) {
@@ -155,17 +135,7 @@ type pairTile func(w []byte, rb int, act []q8KAct, astride, nb, n int, acc []flo
 // checkPairTile runs checkPairTileForm on both forms of the tile (AVX-512
 // where the CPU has it, AVX2).
 func checkPairTile(t *testing.T, bb int, dOffs []int, tile, twin pairTile, dot func([]byte, []q8KAct) float32) {
-	if !useSIMD {
-		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
-	}
-	if useTile512 {
-		useTile512 = false
-		t.Run("avx2", func(t *testing.T) { checkPairTileForm(t, bb, dOffs, tile, twin, dot) })
-		useTile512 = true
-		t.Run("avx512", func(t *testing.T) { checkPairTileForm(t, bb, dOffs, tile, twin, dot) })
-		return
-	}
-	checkPairTileForm(t, bb, dOffs, tile, twin, dot)
+	tileForms(t, func(t *testing.T) { checkPairTileForm(t, bb, dOffs, tile, twin, dot) })
 }
 
 func checkPairTileForm(t *testing.T, bb int, dOffs []int, tile, twin pairTile, dot func([]byte, []q8KAct) float32) {
@@ -200,40 +170,24 @@ func checkPairTileForm(t *testing.T, bb int, dOffs []int, tile, twin pairTile, d
 
 // BenchmarkKQuantQ5_0Mat64AVX2 is BenchmarkKQuantQ5_0Mat64 in the AVX2
 // form (useTile512 off), as on a CPU without AVX-512.
-func BenchmarkKQuantQ5_0Mat64AVX2(b *testing.B) {
-	defer func(on bool) { useTile512 = on }(useTile512)
-	useTile512 = false
-	benchKQuant(b, Q5_0, 1024, 1024, 64)
-}
+func BenchmarkKQuantQ5_0Mat64AVX2(b *testing.B) { benchKQuantAVX2(b, Q5_0) }
 
 // BenchmarkKQuantQ3KMat64AVX2 and BenchmarkKQuantIQ4XSMat64AVX2: the AVX2
 // forms, as on a CPU without AVX-512.
-func BenchmarkKQuantQ3KMat64AVX2(b *testing.B) {
-	defer func(on bool) { useTile512 = on }(useTile512)
-	useTile512 = false
-	benchKQuant(b, Q3_K, 1024, 1024, 64)
-}
+func BenchmarkKQuantQ3KMat64AVX2(b *testing.B) { benchKQuantAVX2(b, Q3_K) }
 
-func BenchmarkKQuantIQ4XSMat64AVX2(b *testing.B) {
-	defer func(on bool) { useTile512 = on }(useTile512)
-	useTile512 = false
-	benchKQuant(b, IQ4_XS, 1024, 1024, 64)
-}
+func BenchmarkKQuantIQ4XSMat64AVX2(b *testing.B) { benchKQuantAVX2(b, IQ4_XS) }
 
-func BenchmarkKQuantQ2KMat64AVX2(b *testing.B) {
-	defer func(on bool) { useTile512 = on }(useTile512)
-	useTile512 = false
-	benchKQuant(b, Q2_K, 1024, 1024, 64)
-}
+func BenchmarkKQuantQ2KMat64AVX2(b *testing.B) { benchKQuantAVX2(b, Q2_K) }
 
-func BenchmarkKQuantQ5KMat64AVX2(b *testing.B) {
-	defer func(on bool) { useTile512 = on }(useTile512)
-	useTile512 = false
-	benchKQuant(b, Q5_K, 1024, 1024, 64)
-}
+func BenchmarkKQuantQ5KMat64AVX2(b *testing.B) { benchKQuantAVX2(b, Q5_K) }
 
-func BenchmarkKQuantQ4_1Mat64AVX2(b *testing.B) {
+func BenchmarkKQuantQ4_1Mat64AVX2(b *testing.B) { benchKQuantAVX2(b, Q4_1) }
+
+// benchKQuantAVX2 is benchKQuant's 1024x1024, 64-vector product with the
+// AVX-512 tiles off, as on a CPU without them.
+func benchKQuantAVX2(b *testing.B, typ DType) {
 	defer func(on bool) { useTile512 = on }(useTile512)
 	useTile512 = false
-	benchKQuant(b, Q4_1, 1024, 1024, 64)
+	benchKQuant(b, typ, 1024, 1024, 64)
 }

@@ -7,6 +7,23 @@ import (
 	"pgregory.net/rapid"
 )
 
+// tileForms runs check on each form of the tiles this CPU has: the AVX2
+// one, and the AVX-512 one too where the CPU has it (useTile512).
+func tileForms(t *testing.T, check func(*testing.T)) {
+	if !useSIMD {
+		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
+	}
+	if !useTile512 {
+		check(t)
+		return
+	}
+	defer func() { useTile512 = true }()
+	useTile512 = false
+	t.Run("avx2", check)
+	useTile512 = true
+	t.Run("avx512", check)
+}
+
 // f16Gen draws an F16 scale of ordinary size, sometimes subnormal, large
 // or negative.
 func f16Gen() *rapid.Generator[uint16] {
@@ -43,17 +60,7 @@ func accGen(t *rapid.T, n int) (got, want []float32) {
 // and vector) on random blocks, scales, activations, row and vector
 // strides, for 1 to 9 vectors.
 func TestLegacyTileAVX2(t *testing.T) {
-	if !useSIMD {
-		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
-	}
-	if useTile512 { // run the AVX2 form as well as the AVX-512 one
-		useTile512 = false
-		t.Run("avx2", testLegacyTile)
-		useTile512 = true
-		t.Run("avx512", testLegacyTile)
-		return
-	}
-	testLegacyTile(t)
+	tileForms(t, testLegacyTile)
 }
 
 func testLegacyTile(t *testing.T) {
@@ -118,17 +125,7 @@ func q8KActGen(t *rapid.T, n int) []q8KAct {
 // on random blocks, scales (extremes included), activations and strides,
 // for 1 to 9 vectors.
 func TestQ4KTileAVX2(t *testing.T) {
-	if !useSIMD {
-		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
-	}
-	if useTile512 { // run the AVX2 form as well as the AVX-512 one
-		useTile512 = false
-		t.Run("avx2", testQ4KTile)
-		useTile512 = true
-		t.Run("avx512", testQ4KTile)
-		return
-	}
-	testQ4KTile(t)
+	tileForms(t, testQ4KTile)
 }
 
 func testQ4KTile(t *testing.T) {
@@ -203,17 +200,7 @@ func TestQ6KTileAVX512(t *testing.T) {
 // for each row and vector) on random blocks, scales
 // (extremes included), activations and strides, for 1 to 9 vectors.
 func TestQ5KTileAVX512(t *testing.T) {
-	if !useSIMD {
-		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
-	}
-	if useTile512 { // run the AVX2 form as well as the AVX-512 one
-		useTile512 = false
-		t.Run("avx2", testQ5KTile)
-		useTile512 = true
-		t.Run("avx512", testQ5KTile)
-		return
-	}
-	testQ5KTile(t)
+	tileForms(t, testQ5KTile)
 }
 
 func testQ5KTile(t *testing.T) {
@@ -369,17 +356,7 @@ func TestLegacyRowAVX2(t *testing.T) {
 // for each row and vector) on random blocks, scales (extremes included),
 // activations and strides, for 1 to 9 vectors.
 func TestQ2KTileAVX512(t *testing.T) {
-	if !useSIMD {
-		t.Skip("no AVX2/FMA/F16C on this CPU: the kernels cannot run here")
-	}
-	if useTile512 { // run the AVX2 form as well as the AVX-512 one
-		useTile512 = false
-		t.Run("avx2", testQ2KTile)
-		useTile512 = true
-		t.Run("avx512", testQ2KTile)
-		return
-	}
-	testQ2KTile(t)
+	tileForms(t, testQ2KTile)
 }
 
 func testQ2KTile(t *testing.T) {
