@@ -166,33 +166,7 @@ func TestQ6KTileAVX512(t *testing.T) {
 	if !useTile512 {
 		t.Skip("no AVX-512 BW/VL/VNNI on this CPU: the kernel cannot run here")
 	}
-	rapid.Check(t, func(t *rapid.T) {
-		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
-		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q6KBytes
-		n := rapid.IntRange(1, 9).Draw(t, "n")
-		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
-		w := bytesGen(2*rb).Draw(t, "w")
-		setScales(t, w, 2, rb, nb, q6KBytes, 208)
-		act := q8KActGen(t, n*astride)
-		got, want := accGen(t, 16*n)
-		q6kTile(w, rb, act, astride, nb, n, got)
-		q6kTileGo(w, rb, act, astride, nb, n, want)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): AVX-512 %g, Go %g", i, i/16, i%16/8, i%8, got[i], want[i])
-			}
-		}
-		clear(got)
-		q6kTile(w, rb, act, astride, nb, n, got)
-		for v := 0; v < n; v++ {
-			for r := 0; r < 2; r++ {
-				d := dotQ6K(w[r*rb:r*rb+nb*q6KBytes], act[v*astride:v*astride+nb])
-				if g := (*laneAcc)(got[16*v+8*r : 16*v+8*r+8]).sum(); math.Float32bits(g) != math.Float32bits(d) {
-					t.Fatalf("(row %d, vector %d): tile %g, dotQ6K %g", r, v, g, d)
-				}
-			}
-		}
-	})
+	checkPairTileForm(t, q6KBytes, []int{208}, q6kTile, q6kTileGo, dotQ6K)
 }
 
 // TestQ5KTileAVX512: the two-row Q5_K tile, both forms (AVX-512 where the
@@ -356,35 +330,5 @@ func TestLegacyRowAVX2(t *testing.T) {
 // for each row and vector) on random blocks, scales (extremes included),
 // activations and strides, for 1 to 9 vectors.
 func TestQ2KTileAVX512(t *testing.T) {
-	tileForms(t, testQ2KTile)
-}
-
-func testQ2KTile(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		nb := rapid.IntRange(1, 4).Draw(t, "blocks")
-		rb := (nb + rapid.IntRange(0, 2).Draw(t, "pad")) * q2KBytes
-		n := rapid.IntRange(1, 9).Draw(t, "n")
-		astride := nb + rapid.IntRange(0, 2).Draw(t, "apad")
-		w := bytesGen(2*rb).Draw(t, "w")
-		setScales(t, w, 2, rb, nb, q2KBytes, 80, 82)
-		act := q8KActGen(t, n*astride)
-		got, want := accGen(t, 16*n)
-		q2kTile(w, rb, act, astride, nb, n, got)
-		q2kTileGo(w, rb, act, astride, nb, n, want)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("acc[%d] (vector %d, row %d, lane %d): kernel %g, Go %g", i, i/16, i%16/8, i%8, got[i], want[i])
-			}
-		}
-		clear(got)
-		q2kTile(w, rb, act, astride, nb, n, got)
-		for v := 0; v < n; v++ {
-			for r := 0; r < 2; r++ {
-				d := dotQ2K(w[r*rb:r*rb+nb*q2KBytes], act[v*astride:v*astride+nb])
-				if g := (*laneAcc)(got[16*v+8*r : 16*v+8*r+8]).sum(); math.Float32bits(g) != math.Float32bits(d) {
-					t.Fatalf("(row %d, vector %d): tile %g, dotQ2K %g", r, v, g, d)
-				}
-			}
-		}
-	})
+	checkPairTile(t, q2KBytes, []int{80, 82}, q2kTile, q2kTileGo, dotQ2K)
 }
